@@ -1,0 +1,38 @@
+"""The demo shop's queues."""
+
+from decimal import Decimal
+
+from pydantic import BaseModel
+
+from nexus_queues import QueueMessage, QueueMessageWithId
+
+
+class SendOrderConfirmation(QueueMessage, queue="send_order_confirmation", category="Orders"):
+    """Email the customer that their order was received."""
+
+    order_id: str
+    email: str
+
+
+class Price(BaseModel):
+    """A price valid in a currency from a date."""
+
+    currency: str
+    amount: Decimal
+    valid_from: str | None = None
+
+
+class ProductUpdated(QueueMessageWithId, queue="product_updates", idempotent=True, category="Catalog"):
+    """A product's catalog data; the same product sent twice unchanged is processed once."""
+
+    sku: str
+    name: str
+    prices: list[Price]
+
+    @property
+    def message_id(self) -> str:
+        return self.sku
+
+    @classmethod
+    def get_example_message(cls) -> "ProductUpdated":
+        return cls(sku="SKU-1", name="Example product", prices=[Price(currency="EUR", amount=Decimal("9.95"))])

@@ -1,0 +1,43 @@
+"""nexus_queues: SQL tables as message queues you can see and steer from Django."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public name -> module. Imported on first use: this package is imported while Django is
+# still loading apps, before models may be defined.
+_EXPORTS = {
+    "QueueMessage": "messages",
+    "QueueMessageWithId": "messages",
+    "HealthStatus": "messages",
+    "Status": "status",
+    "EnqueueResult": "enqueueing",
+    "enqueue": "enqueueing",
+    "enqueue_many": "enqueueing",
+    "lease": "leasing",
+    "abandon_expired_leases": "leasing",
+    "update_status": "updates",
+    "set_default_status": "updates",
+    "default_status": "updates",
+    "dispatch_due": "updates",
+    "mark_processed": "updates",
+    "mark_error": "updates",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .enqueueing import EnqueueResult, enqueue, enqueue_many
+    from .leasing import abandon_expired_leases, lease
+    from .messages import HealthStatus, QueueMessage, QueueMessageWithId
+    from .status import Status
+    from .updates import default_status, dispatch_due, mark_error, mark_processed, set_default_status, update_status
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'nexus_queues' has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -1,0 +1,71 @@
+"""System checks: queue definitions, and (with ``--database``) missing tables and indexes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+
+from .registry import registry
+
+
+def register() -> None:
+    """Register the checks with Django (called from ``AppConfig.ready``)."""
+    checks.register(check_queue_names)
+    checks.register(check_tables, checks.Tags.database)
+
+
+def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Warn about queues named after their class: renaming the class would start a new, empty queue."""
+    return [
+        checks.Warning(
+            f"Queue {cls.queue_name()!r} takes its name from class {cls.__qualname__}; renaming the class "
+            "would make a new, empty queue.",
+            hint=f'Name it explicitly: class {cls.__name__}(..., queue="{cls.queue_name()}").',
+            obj=cls.model,
+            id="nexus_queues.W001",
+        )
+        for cls in registry
+        if cls.queue_options.name_derived
+    ]
+
+
+def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Each queue's table and the indexes its hot queries need exist in its database."""
+    problems: list[checks.CheckMessage] = []
+    for cls in registry:
+        alias = cls.queue_options.database
+        if databases is None or alias not in databases or cls.model._meta.app_label in _unmigrated_apps(alias):
+            continue
+        connection = connections[alias]
+        table = cls.model._meta.db_table
+        with connection.cursor() as cursor:
+            if table not in connection.introspection.table_names(cursor):
+                problems.append(checks.Warning(
+                    f"Queue {cls.queue_name()!r} has no table {table!r} in database {alias!r}.",
+                    hint="Run makemigrations and migrate.", obj=cls.model, id="nexus_queues.W002",
+                ))
+                continue
+            present = _indexed_columns(connection.introspection.get_constraints(cursor, table))
+        for index in (*cls.model._meta.indexes, *cls.model._meta.constraints):
+            columns = tuple(cls.model._meta.get_field(f).column for f in index.fields)
+            if columns not in present:
+                problems.append(checks.Warning(
+                    f"Queue {cls.queue_name()!r}: table {table!r} lacks the index {index.name} on {', '.join(columns)}.",
+                    hint="Run migrate; if it was dropped by hand, recreate it with sqlmigrate's statement.",
+                    obj=cls.model, id="nexus_queues.W003",
+                ))
+    return problems
+
+
+def _unmigrated_apps(alias: str) -> set[str]:
+    """Apps with migrations not yet applied to ``alias``: migrate will make their tables."""
+    executor = MigrationExecutor(connections[alias])
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return {migration.app_label for migration, _ in plan}
+
+
+def _indexed_columns(constraints: dict[str, Any]) -> set[tuple[str, ...]]:
+    return {tuple(c["columns"]) for c in constraints.values() if c.get("index") or c.get("unique")}

@@ -1,0 +1,313 @@
+"""The one place that knows how PostgreSQL, MariaDB/MySQL and SQLite differ.
+
+Everything else asks :func:`engine_for` for an :class:`Engine` and calls its methods; the
+capability flags say what each engine can do in one statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from .conf import settings
+from .status import Status
+
+if TYPE_CHECKING:
+    from .models import QueueItem
+
+# Columns every enqueue writes, in this order; the rest take their NULL/empty defaults.
+INSERT_COLUMNS = (
+    "message_id", "message", "message_hash", "headers", "status", "process_at", "expires_at",
+    "attempts", "error_type", "error_message", "error_traceback", "created_at", "updated_at",
+)
+STATUS_INDEX = INSERT_COLUMNS.index("status")
+
+# A new version of a message with identity replaces the stored one: these columns change.
+REPLACED_COLUMNS = ("message", "headers", "status", "process_at", "expires_at", "updated_at")
+RESET_ON_REPLACE = (
+    ("attempts", "0"), ("lease_expires_at", "NULL"), ("error_type", "''"), ("error_message", "''"),
+    ("error_traceback", "''"),
+)
+
+DEFAULT_STATUS_SQL = "COALESCE((SELECT default_status FROM nexus_queue_settings WHERE queue = %s), %s)"
+
+# Claim up to N Pending, unexpired rows in FIFO order and lease them, in one statement.
+CLAIM_SQL = """
+UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s,
+       attempts = attempts + 1, updated_at = %s
+ WHERE id IN (SELECT id FROM {table}
+               WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
+               ORDER BY id LIMIT %s {lock})
+RETURNING *"""
+
+Row = Sequence[Any]
+
+
+class Engine:
+    """SQL that works on every engine; subclasses override what their engine does better."""
+
+    has_copy: ClassVar[bool] = False
+    """Can ``enqueue_many`` stream rows with COPY?"""
+
+    has_notify: ClassVar[bool] = False
+    """Can an enqueue wake listening workers at once (LISTEN/NOTIFY)?"""
+
+    can_return_from_update: ClassVar[bool] = True
+    """Can UPDATE/INSERT ... RETURNING hand back the rows it changed in the same statement?"""
+
+    claim_lock: ClassVar[str] = ""
+    """Added to the claim subquery so that concurrent leases skip each other's rows."""
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.connection = connection
+        self.alias = connection.alias
+
+    def quote(self, name: str) -> str:
+        """A quoted identifier."""
+        return self.connection.ops.quote_name(name)
+
+    def adapt(self, value: datetime | None) -> Any:
+        """A datetime as this engine's driver wants it in raw SQL."""
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    # --- enqueue -------------------------------------------------------------------
+
+    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
+        """Insert one row; a ``None`` status means the queue's current default status."""
+        sql, params = self._values(model, [row])
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {sql}", params)
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+
+    def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
+        """Insert rows with known statuses in batched multi-row statements (inside a transaction)."""
+        table = self.quote(model._meta.db_table)
+        placeholders = "(" + ", ".join(["%s"] * len(INSERT_COLUMNS)) + ")"
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(rows, settings.BATCH_SIZE):
+                values = ", ".join([placeholders] * len(chunk))
+                params = [value for row in chunk for value in self._adapt_row(row)]
+                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}", params)
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+
+    def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
+        """Insert or replace rows by message id; return the ids stored (idempotent duplicates are not)."""
+        table = self.quote(model._meta.db_table)
+        pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
+        replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
+        guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
+        stored: set[str] = set()
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(rows, 1000):
+                values, params = self._values(model, chunk)
+                sql = (
+                    f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
+                    f"DO UPDATE SET {replaced}{guard} RETURNING message_id"
+                )
+                stored.update(r[0] for r in self._written(cursor, sql, params, model, notify))
+        return stored
+
+    def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
+        """Run a write ending in RETURNING; when ``notify`` and rows were written, wake listeners."""
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        if notify and rows:
+            self.notify(model.message_class.queue_name(), cursor)
+        return rows
+
+    def default_status(self, model: type[QueueItem]) -> str:
+        """The queue's current default enqueue status."""
+        options = model.message_class.queue_options
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SELECT {DEFAULT_STATUS_SQL}", [options.queue, options.default_status])
+            return str(cursor.fetchone()[0])
+
+    def notify(self, queue: str, cursor: Any = None) -> None:
+        """Wake listening workers of ``queue`` when this transaction commits (no-op by default)."""
+
+    # --- lease and fenced updates ----------------------------------------------------
+
+    def claim(
+        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
+    ) -> list[QueueItem]:
+        """Lease up to ``count`` Pending rows in FIFO order; return them as leased."""
+        sql = CLAIM_SQL.format(table=self.quote(model._meta.db_table), lock=self.claim_lock)
+        params = [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
+        items = list(model.objects.using(self.alias).raw(sql, params))
+        return sorted(items, key=lambda item: item.pk)
+
+    def update_leased(
+        self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
+    ) -> list[int]:
+        """Apply ``SET assignments`` to the rows still leased by ``correlation_id``; return their ids."""
+        where, where_params = self._leased_where(ids, correlation_id)
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.quote(model._meta.db_table)} SET {assignments} WHERE {where} RETURNING id",
+                [*params, *where_params],
+            )
+            return [r[0] for r in cursor.fetchall()]
+
+    def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
+        """Delete the rows still leased by ``correlation_id``; return their ids."""
+        where, params = self._leased_where(ids, correlation_id)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {self.quote(model._meta.db_table)} WHERE {where} RETURNING id", params)
+            return [r[0] for r in cursor.fetchall()]
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _columns(self) -> str:
+        return "(" + ", ".join(self.quote(c) for c in INSERT_COLUMNS) + ")"
+
+    def _adapt_row(self, row: Row) -> list[Any]:
+        return [self.adapt(v) if isinstance(v, datetime) else v for v in row]
+
+    def _values(self, model: type[QueueItem], rows: Sequence[Row]) -> tuple[str, list[Any]]:
+        """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""
+        options = model.message_class.queue_options
+        tuples, params = [], []
+        for row in rows:
+            slots = ["%s"] * len(INSERT_COLUMNS)
+            values = self._adapt_row(row)
+            if row[STATUS_INDEX] is None:
+                slots[STATUS_INDEX] = DEFAULT_STATUS_SQL
+                values[STATUS_INDEX : STATUS_INDEX + 1] = [options.queue, options.default_status]
+            tuples.append("(" + ", ".join(slots) + ")")
+            params.extend(values)
+        return ", ".join(tuples), params
+
+    @staticmethod
+    def _leased_where(ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        marks = ", ".join(["%s"] * len(ids))
+        return f"id IN ({marks}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+
+
+class PostgresEngine(Engine):
+    """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
+
+    has_copy = True
+    has_notify = True
+    claim_lock = "FOR UPDATE SKIP LOCKED"
+
+    def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
+        columns = ", ".join(self.quote(c) for c in INSERT_COLUMNS)
+        with self.connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY {self.quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+
+    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
+        values, params = self._values(model, [row])
+        sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
+        with self.connection.cursor() as cursor:
+            self._written(cursor, sql, params, model, notify)
+
+    def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
+        # One round trip: the NOTIFY rides in the same statement (PostgreSQL folds repeats).
+        if notify:
+            sql = f"WITH written AS ({sql}) SELECT written.*, pg_notify(%s, %s) FROM written"
+            params = [*params, settings.NOTIFY_CHANNEL, model.message_class.queue_name()]
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+    def notify(self, queue: str, cursor: Any = None) -> None:
+        if cursor is None:
+            with self.connection.cursor() as own:
+                return self.notify(queue, own)
+        cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
+
+
+class SQLiteEngine(Engine):
+    """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
+
+
+class MySQLEngine(Engine):
+    """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
+
+    can_return_from_update = False
+    claim_lock = "FOR UPDATE SKIP LOCKED"
+
+    def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
+        table = self.quote(model._meta.db_table)
+        with self.connection.cursor() as cursor:
+            unchanged = self._stored_equal(cursor, table, rows) if idempotent else set()
+            pairs = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
+            guard = "message_hash = VALUES(message_hash)"
+            sets = [f"{c} = IF({guard}, {c}, {v})" if idempotent else f"{c} = {v}" for c, v in pairs]
+            # message_hash last: MySQL applies assignments left to right, and the guard reads it.
+            update = ", ".join([*sets, "message_hash = VALUES(message_hash)"])
+            for chunk in _chunks(rows, 1000):
+                values, params = self._values(model, chunk)
+                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}", params)
+        return {row[0] for row in rows} - unchanged
+
+    def claim(
+        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
+    ) -> list[QueueItem]:
+        from django.db.models import F, Q
+
+        manager = model.objects.using(self.alias)
+        with transaction.atomic(using=self.alias):
+            items = list(
+                manager.select_for_update(skip_locked=True)
+                .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), status=Status.PENDING)
+                .order_by("id")[:count]
+            )
+            changes = {"status": Status.LEASED, "lease_expires_at": lease_until, "correlation_id": correlation_id,
+                       "updated_at": now}
+            manager.filter(pk__in=[i.pk for i in items]).update(attempts=F("attempts") + 1, **changes)
+        for item in items:
+            item.__dict__.update(changes, attempts=item.attempts + 1)
+        return items
+
+    def update_leased(
+        self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
+    ) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        where, where_params = self._leased_where(ids, correlation_id)
+        with transaction.atomic(using=self.alias), self.connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", where_params)
+            held = [r[0] for r in cursor.fetchall()]
+            if held:
+                marks = ", ".join(["%s"] * len(held))
+                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({marks})", [*params, *held])
+        return held
+
+    def _stored_equal(self, cursor: Any, table: str, rows: Sequence[Row]) -> set[str]:
+        """Message ids whose stored hash equals the new one (idempotent duplicates)."""
+        wanted = {row[0]: row[2] for row in rows}
+        found: set[str] = set()
+        for chunk in _chunks(list(wanted), 1000):
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({marks})", chunk)
+            found.update(mid for mid, digest in cursor.fetchall() if wanted[mid] == digest)
+        return found
+
+
+_ENGINES: dict[str, type[Engine]] = {"postgresql": PostgresEngine, "mysql": MySQLEngine, "sqlite": SQLiteEngine}
+
+
+def engine_for(alias: str) -> Engine:
+    """The engine of database ``alias``."""
+    connection = connections[alias]
+    try:
+        return _ENGINES[connection.vendor](connection)
+    except KeyError:
+        from .exceptions import ConfigurationError
+
+        raise ConfigurationError(
+            f"Database {alias!r} uses {connection.vendor}; nexus_queues supports PostgreSQL, MariaDB/MySQL and SQLite."
+        ) from None
+
+
+def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [rows[i : i + size] for i in range(0, len(rows), size)]

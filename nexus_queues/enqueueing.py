@@ -1,0 +1,171 @@
+"""Putting messages in their queue: one at a time or many in one batched statement."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db import transaction
+from django.utils import timezone
+
+from .conf import settings
+from .engines import STATUS_INDEX, Engine, engine_for
+from .exceptions import InvalidMessage
+from .messages import QueueMessage, message_id_of
+from .serialization import canonical_json, json_hash
+from .status import Status, validate_settable_status
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """What an enqueue call did with each message it was given."""
+
+    stored: tuple[QueueMessage, ...] = ()
+    """Messages now stored (new rows, or new versions that replaced a stored one)."""
+    discarded: tuple[QueueMessage, ...] = ()
+    """Idempotent duplicates: the stored message already had this id and JSON."""
+    superseded: tuple[QueueMessage, ...] = ()
+    """Earlier versions of an id that a later message in the same call replaced."""
+
+
+@dataclass(frozen=True)
+class _Placement:
+    status: str | None
+    process_at: datetime | None
+    expires_at: datetime | None
+    headers: str
+
+
+def enqueue(
+    message: QueueMessage,
+    *,
+    at: datetime | None = None,
+    delay: timedelta | None = None,
+    status: str | None = None,
+    expires_at: datetime | None = None,
+    headers: Mapping[str, Any] | None = None,
+    start_processing: bool = False,
+) -> EnqueueResult:
+    """Store one message: Pending (or the queue's default status, or ``status``), or Sleeping
+    until ``at`` / now + ``delay``. ``start_processing`` wakes idle workers where the engine can."""
+    message_class = _message_class([message])
+    placement = _placement(at, delay, status, expires_at, headers)
+    row = _row(message, placement, timezone.now())
+    engine = engine_for(message_class.queue_options.database)
+    notify = start_processing or settings.NOTIFY
+    if not message_class.has_identity:
+        engine.insert_one(message_class.model, row, notify=notify)
+        return EnqueueResult(stored=(message,))
+    stored = engine.upsert(message_class.model, [row], idempotent=message_class.queue_options.idempotent, notify=notify)
+    return EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
+
+
+def enqueue_many(
+    messages: Iterable[QueueMessage],
+    *,
+    at: datetime | None = None,
+    delay: timedelta | None = None,
+    status: str | None = None,
+    expires_at: datetime | None = None,
+    headers: Mapping[str, Any] | None = None,
+    start_processing: bool = False,
+) -> EnqueueResult:
+    """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
+
+    All or nothing: a bad message raises before anything is written.
+    """
+    messages = list(messages)
+    if not messages:
+        return EnqueueResult()
+    message_class = _message_class(messages)
+    placement = _placement(at, delay, status, expires_at, headers)
+    now = timezone.now()
+    rows = [_row(m, placement, now) for m in messages]
+    engine = engine_for(message_class.queue_options.database)
+    notify = start_processing or settings.NOTIFY
+    with transaction.atomic(using=engine.alias):
+        if placement.status is None:
+            default = engine.default_status(message_class.model)
+            for row in rows:
+                row[STATUS_INDEX] = default
+        if not message_class.has_identity:
+            engine.insert_many(message_class.model, rows, notify=notify)
+            return EnqueueResult(stored=tuple(messages))
+        return _upsert_many(engine, message_class, messages, rows, notify)
+
+
+def _upsert_many(
+    engine: Engine, message_class: type[QueueMessage], messages: list[QueueMessage], rows: list[list[Any]], notify: bool
+) -> EnqueueResult:
+    idempotent = message_class.queue_options.idempotent
+    last: dict[str, int] = {row[0]: i for i, row in enumerate(rows)}
+    earlier = [i for i, row in enumerate(rows) if last[row[0]] != i]
+    finals = sorted(last.values())
+    stored_ids = engine.upsert(message_class.model, [rows[i] for i in finals], idempotent=idempotent, notify=notify)
+    repeated = {i for i in earlier if idempotent and rows[i][2] == rows[last[rows[i][0]]][2]}
+    return EnqueueResult(
+        stored=tuple(messages[i] for i in finals if rows[i][0] in stored_ids),
+        discarded=tuple(messages[i] for i in sorted({*repeated, *(i for i in finals if rows[i][0] not in stored_ids)})),
+        superseded=tuple(messages[i] for i in earlier if i not in repeated),
+    )
+
+
+def _message_class(messages: list[QueueMessage]) -> type[QueueMessage]:
+    first = messages[0]
+    if not isinstance(first, QueueMessage) or not hasattr(type(first), "model"):
+        raise InvalidMessage(f"Only instances of a queue's message class can be enqueued, not {type(first).__name__}.")
+    message_class = type(first)
+    for other in messages:
+        if type(other) is not message_class:
+            raise InvalidMessage(
+                f"enqueue_many takes messages of one queue: got {message_class.__qualname__} "
+                f"and {type(other).__qualname__}."
+            )
+    return message_class
+
+
+def _placement(
+    at: datetime | None, delay: timedelta | None, status: str | None, expires_at: datetime | None,
+    headers: Mapping[str, Any] | None,
+) -> _Placement:
+    if at is not None and delay is not None:
+        raise InvalidMessage("Give at or delay, not both.")
+    if delay is not None:
+        if not isinstance(delay, timedelta) or delay < timedelta(0):
+            raise InvalidMessage(f"delay must be a non-negative timedelta, got {delay!r}.")
+        at = timezone.now() + delay
+    for name, value in (("at", at), ("expires_at", expires_at)):
+        _check_datetime(name, value)
+    if at is not None and status is not None:
+        raise InvalidMessage("A scheduled message is Sleeping until its time: give status or at/delay, not both.")
+    if status is not None:
+        status = validate_settable_status(status)
+    if headers is not None and not isinstance(headers, Mapping):
+        raise InvalidMessage(f"headers must be a mapping, got {type(headers).__name__}.")
+    try:
+        headers_json = canonical_json(dict(headers or {}))
+    except TypeError as exc:
+        raise InvalidMessage(f"headers must be JSON-serializable: {exc}") from exc
+    return _Placement(
+        status=Status.SLEEPING if at is not None else status, process_at=at, expires_at=expires_at, headers=headers_json
+    )
+
+
+def _check_datetime(name: str, value: datetime | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, datetime):
+        raise InvalidMessage(f"{name} must be a datetime, got {type(value).__name__}.")
+    if django_settings.USE_TZ and timezone.is_naive(value):
+        raise InvalidMessage(f"{name} must be timezone-aware (USE_TZ is on).")
+
+
+def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:
+    text = canonical_json(message)
+    return [
+        message_id_of(message), text, json_hash(text), placement.headers, placement.status, placement.process_at,
+        placement.expires_at, 0, "", "", "", now, now,
+    ]

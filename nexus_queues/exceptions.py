@@ -1,0 +1,44 @@
+"""Every error nexus_queues raises derives from :class:`NexusQueuesError`."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class NexusQueuesError(Exception):
+    """Base class of every nexus_queues error."""
+
+
+class ConfigurationError(NexusQueuesError, ImproperlyConfigured):
+    """A queue or setting is configured wrongly; the message says how to fix it."""
+
+
+class AlreadyRegistered(ConfigurationError):
+    """Two message classes claim the same queue name."""
+
+
+class NotRegistered(NexusQueuesError, LookupError):
+    """No queue is registered under that name."""
+
+
+class InvalidStatus(NexusQueuesError, ValueError):
+    """A status is not a valid built-in or custom status."""
+
+
+class InvalidMessage(NexusQueuesError, ValueError):
+    """A message cannot be enqueued as given (wrong type, missing id, mixed queues)."""
+
+
+class MessageDoesNotFit(NexusQueuesError, ValueError):
+    """A stored message's JSON no longer validates against its message class.
+
+    The row is left as it is; fix the JSON (admin, API) or the class.
+    """
+
+    def __init__(self, queue: str, row_id: int | None, errors: str) -> None:
+        self.queue, self.row_id, self.errors = queue, row_id, errors
+        super().__init__(f"Message {row_id} of queue {queue!r} does not fit its class: {errors}")
+
+
+class InvalidLookup(NexusQueuesError, ValueError):
+    """A status-update filter names a field or lookup the queue table does not have."""

@@ -1,0 +1,53 @@
+"""Leasing: claiming Pending messages so that no two workers ever hold the same one."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from .engines import engine_for
+from .exceptions import InvalidMessage
+from .messages import QueueMessage
+from .models import QueueItem
+from .registry import registry
+from .status import Status
+
+DEFAULT_LEASE_TIME = timedelta(minutes=30)
+
+
+def lease(
+    queue: type[QueueMessage] | str,
+    count: int,
+    *,
+    lease_time: timedelta = DEFAULT_LEASE_TIME,
+    correlation_id: str | None = None,
+    now: datetime | None = None,
+) -> list[QueueItem]:
+    """Lease up to ``count`` Pending messages in FIFO order until now + ``lease_time``.
+
+    Every call gets its own correlation id (a new one unless given), stored on the rows and
+    used to fence their completion. Returns the leased items in FIFO order.
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidMessage(f"count must be a positive integer, got {count!r}.")
+    if not isinstance(lease_time, timedelta) or lease_time <= timedelta(0):
+        raise InvalidMessage(f"lease_time must be a positive timedelta, got {lease_time!r}.")
+    message_class = registry.resolve(queue)
+    now = now or timezone.now()
+    engine = engine_for(message_class.queue_options.database)
+    return engine.claim(
+        message_class.model, count, now=now, lease_until=now + lease_time,
+        correlation_id=correlation_id or uuid.uuid4().hex,
+    )
+
+
+def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
+    """Turn every expired lease into Abandoned, in one statement per queue; counts per queue."""
+    now = now or timezone.now()
+    counts = {}
+    for message_class in registry:
+        rows = message_class.model.objects.using(message_class.queue_options.database)
+        counts[message_class.queue_name()] = rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    return counts

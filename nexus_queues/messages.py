@@ -1,0 +1,200 @@
+"""Message classes: each concrete subclass of :class:`QueueMessage` is a queue."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .exceptions import ConfigurationError, InvalidMessage, MessageDoesNotFit
+from .status import Status, validate_status
+
+if TYPE_CHECKING:
+    from .models import QueueItem
+
+QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MAX_MESSAGE_ID_LENGTH = 255
+
+
+class HealthStatus(StrEnum):
+    """What a queue's health check reports when it holds Error messages."""
+
+    HEALTHY = "healthy"
+    DEGRADED = "degraded"
+    UNHEALTHY = "unhealthy"
+
+
+@dataclass(frozen=True)
+class QueueOptions:
+    """A queue's validated class keywords."""
+
+    queue: str
+    idempotent: bool = False
+    keep_processed_for: timedelta | None = timedelta(0)
+    """How long Processed messages stay; ``timedelta(0)`` deletes them, ``None`` keeps them."""
+    category: str = ""
+    health_status_when_errors: HealthStatus = HealthStatus.UNHEALTHY
+    health_check: bool = True
+    database: str = "default"
+    default_status: str = Status.PENDING
+    name_derived: bool = False
+    """True when the queue name comes from the class name (renaming it makes a new queue)."""
+
+    @property
+    def keeps_processed(self) -> bool:
+        """Are Processed messages kept (for a while or forever) rather than deleted?"""
+        return self.keep_processed_for is None or self.keep_processed_for > timedelta(0)
+
+
+_UNSET: Any = object()
+_OPTION_NAMES = frozenset(QueueOptions.__dataclass_fields__) - {"name_derived"}
+
+
+def queue_name_from_class(class_name: str) -> str:
+    """``SendOrderConfirmation`` -> ``send_order_confirmation``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", class_name).lower()
+
+
+def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
+    from django.db import connections
+
+    unknown = set(kwargs) - _OPTION_NAMES
+    if unknown:
+        raise ConfigurationError(f"{cls.__qualname__}: unknown queue option(s) {', '.join(sorted(unknown))}.")
+    name_derived = not kwargs.get("queue")
+    name = kwargs.pop("queue", None) or queue_name_from_class(cls.__name__)
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise ConfigurationError(
+            f"{cls.__qualname__}: queue name {name!r} must be 1-40 characters of lowercase letters, "
+            "digits and '_', starting with a letter."
+        )
+    idempotent = kwargs.pop("idempotent", False)
+    if idempotent and not identity:
+        raise ConfigurationError(
+            f"{cls.__qualname__}: idempotent=True needs message identity: derive from QueueMessageWithId."
+        )
+    keep = kwargs.pop("keep_processed_for", _UNSET)
+    if keep is _UNSET:
+        keep = None if idempotent else timedelta(0)
+    if keep is not None and (not isinstance(keep, timedelta) or keep < timedelta(0)):
+        raise ConfigurationError(
+            f"{cls.__qualname__}: keep_processed_for must be a non-negative timedelta or None (forever)."
+        )
+    database = kwargs.pop("database", "default")
+    if database not in connections.settings:
+        raise ConfigurationError(f"{cls.__qualname__}: database {database!r} is not in settings.DATABASES.")
+    default_status = validate_status(kwargs.pop("default_status", Status.PENDING))
+    if default_status in (Status.LEASED, Status.SLEEPING):
+        raise ConfigurationError(f"{cls.__qualname__}: default_status cannot be {default_status}.")
+    try:
+        health = HealthStatus(kwargs.pop("health_status_when_errors", HealthStatus.UNHEALTHY))
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"{cls.__qualname__}: health_status_when_errors must be one of "
+            f"{', '.join(h.value for h in HealthStatus)}."
+        ) from exc
+    return QueueOptions(
+        queue=name, idempotent=bool(idempotent), keep_processed_for=keep, database=database,
+        default_status=default_status, health_status_when_errors=health,
+        category=str(kwargs.pop("category", "") or ""), health_check=bool(kwargs.pop("health_check", True)),
+        name_derived=name_derived,
+    )
+
+
+class QueueMessage(BaseModel):
+    """Base of message classes; each concrete subclass is one queue with its own table.
+
+    Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``,
+    ``health_status_when_errors``, ``health_check``, ``database``, ``default_status``,
+    ``abstract`` (a base with shared fields, no queue).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    has_identity: ClassVar[bool] = False
+    queue_options: ClassVar[QueueOptions]
+    model: ClassVar[type[QueueItem]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Accept the queue keywords; the queue is made once pydantic has built the class."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__()
+        if abstract:
+            if kwargs:
+                raise ConfigurationError(f"{cls.__qualname__}: an abstract message class takes no queue options.")
+            return
+        if cls.has_identity and "message_id" not in cls.model_fields and not isinstance(
+            getattr(cls, "message_id", None), property
+        ):
+            raise ConfigurationError(
+                f"{cls.__qualname__}: a QueueMessageWithId needs a message_id property or field."
+            )
+        cls.queue_options = _options(cls, cls.has_identity, **kwargs)
+        from .models import create_queue_model
+        from .registry import registry
+
+        cls.model = create_queue_model(cls)
+        registry.register(cls)
+
+    @classmethod
+    def queue_name(cls) -> str:
+        """The queue's name (also the table name after ``nexus_``)."""
+        return cls.queue_options.queue
+
+    @classmethod
+    def from_stored(cls, data: Any, *, queue_item: Any = None) -> QueueMessage:
+        """Validate stored JSON data; raise :class:`MessageDoesNotFit` naming the row if it fails."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            row_id = getattr(queue_item, "pk", None)
+            raise MessageDoesNotFit(cls.queue_name(), row_id, _summary(exc)) from exc
+
+    @classmethod
+    def example(cls) -> QueueMessage:
+        """The example message shown in the admin's enqueue form."""
+        from .examples import example_message
+
+        return example_message(cls)
+
+
+def _summary(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(message)'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+class QueueMessageWithId(QueueMessage, abstract=True):
+    """A message with identity: a new version replaces the stored one with the same ``message_id``."""
+
+    has_identity: ClassVar[bool] = True
+
+    if TYPE_CHECKING:
+
+        @property
+        def message_id(self) -> str: ...
+
+
+def message_id_of(message: QueueMessage) -> str | None:
+    """The message's id as stored, or None for a queue without identity."""
+    if not message.has_identity:
+        return None
+    value = message.message_id  # type: ignore[attr-defined]
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage(f"{type(message).__qualname__}.message_id must be non-empty text, got {value!r}.")
+    if len(value) > MAX_MESSAGE_ID_LENGTH:
+        raise InvalidMessage(f"{type(message).__qualname__}.message_id is longer than {MAX_MESSAGE_ID_LENGTH}.")
+    return value
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """A one-line account of pydantic validation errors, each naming its field."""
+    return _summary(exc)

@@ -1,0 +1,168 @@
+"""The queue table's row (:class:`QueueItem`), the per-queue models made from message classes,
+and the runtime settings each queue keeps in the database."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.apps import apps
+from django.db import models
+
+from .exceptions import ConfigurationError
+from .fields import MessageField
+from .status import MAX_STATUS_LENGTH, Status
+
+if TYPE_CHECKING:
+    from .messages import QueueMessage
+
+
+class QueueItemQuerySet(models.QuerySet):
+    """Queue rows, with one method per status."""
+
+    def with_status(self, status: str) -> QueueItemQuerySet:
+        """Rows in ``status``."""
+        return self.filter(status=status)
+
+    def pending(self) -> QueueItemQuerySet:
+        """Rows waiting to be leased."""
+        return self.filter(status=Status.PENDING)
+
+    def leased(self) -> QueueItemQuerySet:
+        """Rows a worker holds."""
+        return self.filter(status=Status.LEASED)
+
+    def errors(self) -> QueueItemQuerySet:
+        """Rows whose processing failed."""
+        return self.filter(status=Status.ERROR)
+
+    def sleeping(self) -> QueueItemQuerySet:
+        """Rows scheduled for later."""
+        return self.filter(status=Status.SLEEPING)
+
+    def due(self, now: datetime) -> QueueItemQuerySet:
+        """Sleeping rows whose time has come."""
+        return self.sleeping().filter(process_at__lte=now)
+
+    def lease_expired(self, now: datetime) -> QueueItemQuerySet:
+        """Leased rows whose lease ran out."""
+        return self.leased().filter(lease_expires_at__lt=now)
+
+
+class QueueItem(models.Model):
+    """One message in a queue table: the message JSON plus the state that steers it."""
+
+    id = models.BigAutoField(primary_key=True)
+    message_id = models.CharField(max_length=255, null=True, blank=True)
+    message = MessageField()
+    previous_message = MessageField(null=True, blank=True)
+    message_hash = models.CharField(max_length=64, editable=False)
+    headers = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=MAX_STATUS_LENGTH, default=Status.PENDING.value)
+    process_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    correlation_id = models.CharField(max_length=64, null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    error_type = models.CharField(max_length=255, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    error_traceback = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = QueueItemQuerySet.as_manager()
+
+    message_class: ClassVar[type[QueueMessage]]
+
+    class Meta:
+        abstract = True
+        ordering = ("id",)
+
+    def __str__(self) -> str:
+        return f"{self.message_class.queue_name()} #{self.pk} ({self.status})"
+
+    def mark_processed(self) -> bool:
+        """Processed (kept as the previous version), or deleted when the queue keeps none.
+
+        Returns False, changing nothing, when this worker's lease was lost.
+        """
+        from .updates import mark_processed
+
+        return bool(mark_processed([self]))
+
+    def mark_error(self, exc: BaseException) -> bool:
+        """Error, keeping the exception's type, message and traceback."""
+        from .updates import mark_error
+
+        return bool(mark_error([self], exc))
+
+    def reschedule(self, at: datetime) -> bool:
+        """Sleeping until ``at``, when the dispatch loop makes it Pending again."""
+        from .updates import reschedule
+
+        return bool(reschedule([self], at))
+
+    def set_status(self, status: str) -> bool:
+        """Any status but Leased and Sleeping, e.g. a custom one that hides it from workers."""
+        from .updates import set_status
+
+        return bool(set_status([self], status))
+
+
+class QueueSettings(models.Model):
+    """A queue's settings that operators change at run time."""
+
+    queue = models.CharField(max_length=40, primary_key=True)
+    default_status = models.CharField(max_length=MAX_STATUS_LENGTH, default=Status.PENDING.value)
+    processing_enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "nexus_queue_settings"
+        verbose_name_plural = "queue settings"
+
+    def __str__(self) -> str:
+        return self.queue
+
+
+def index_name(table: str, suffix: str) -> str:
+    """A stable index name within Django's 30-character limit."""
+    return f"nx_{table[6:14]}_{hashlib.sha1(table.encode()).hexdigest()[:6]}_{suffix}"
+
+
+def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
+    """Make the concrete model of a message class's queue, in the app that defines the class."""
+    module = message_class.__module__
+    app_config = apps.get_containing_app_config(module)
+    if app_config is None:
+        raise ConfigurationError(
+            f"{message_class.__qualname__} is defined in {module}, which is not inside an installed app. "
+            "Define message classes in an installed app (its queues module)."
+        )
+    options = message_class.queue_options
+    table = f"nexus_{options.queue}"
+    meta_attrs: dict[str, Any] = {
+        "app_label": app_config.label,
+        "db_table": table,
+        "ordering": ("id",),
+        "verbose_name": f"{options.queue} message",
+        "verbose_name_plural": options.queue,
+        "indexes": [
+            models.Index(fields=["status", "id"], name=index_name(table, "status")),
+            models.Index(fields=["status", "process_at"], name=index_name(table, "due")),
+            models.Index(fields=["expires_at"], name=index_name(table, "expires")),
+        ],
+    }
+    if message_class.has_identity:
+        meta_attrs["constraints"] = [
+            models.UniqueConstraint(fields=["message_id"], name=index_name(table, "msgid"))
+        ]
+    attrs = {
+        "__module__": module,
+        "__qualname__": f"{message_class.__qualname__}QueueItem",
+        "Meta": type("Meta", (), meta_attrs),
+        "message_class": message_class,
+    }
+    return type(f"{message_class.__name__}QueueItem", (QueueItem,), attrs)  # type: ignore[return-value]

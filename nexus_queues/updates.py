@@ -1,0 +1,164 @@
+"""Status changes: fenced completions by the lease holder, and operators' bulk changes."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import FieldError, ValidationError
+from django.utils import timezone
+
+from .engines import engine_for
+from .exceptions import InvalidLookup, InvalidMessage
+from .messages import QueueMessage
+from .models import QueueItem, QueueSettings
+from .registry import registry
+from .status import Status, validate_settable_status
+
+logger = logging.getLogger("nexus_queues")
+
+_CLEAR_LEASE = "lease_expires_at = NULL"
+_CLEAR_ERROR = "error_type = '', error_message = '', error_traceback = ''"
+
+
+def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -> list[int]:
+    """Processed (the message becomes the previous version), or deleted when the queue keeps
+    no processed messages. Only rows still leased by their item's lease change; returns their ids."""
+    now = now or timezone.now()
+    done = []
+    for model, correlation_id, batch in _leases(items):
+        engine = engine_for(model.message_class.queue_options.database)
+        ids = [item.pk for item in batch]
+        if model.message_class.queue_options.keeps_processed:
+            changed = engine.update_leased(
+                model, ids, correlation_id,
+                f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, {_CLEAR_LEASE}, {_CLEAR_ERROR}",
+                [Status.PROCESSED, engine.adapt(now), engine.adapt(now)],
+            )
+            _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
+        else:
+            changed = engine.delete_leased(model, ids, correlation_id)
+        done += _report(model, correlation_id, batch, changed, "processed")
+    return done
+
+
+def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
+    """Error, keeping the exception's type, message and traceback."""
+    now = now or timezone.now()
+    error = (
+        f"{type(exc).__module__}.{type(exc).__qualname__}"[:255],
+        str(exc),
+        "".join(traceback.format_exception(exc)),
+    )
+    return _fenced(
+        items, "error", f"status = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, {_CLEAR_LEASE}",
+        lambda e: [Status.ERROR, *error, e.adapt(now)],
+        status=Status.ERROR, error_type=error[0], error_message=error[1], error_traceback=error[2], updated_at=now,
+    )
+
+
+def reschedule(items: Iterable[QueueItem], at: datetime, *, now: datetime | None = None) -> list[int]:
+    """Sleeping until ``at``; the dispatch loop makes them Pending then."""
+    if not isinstance(at, datetime):
+        raise InvalidMessage(f"reschedule needs a datetime, got {type(at).__name__}.")
+    now = now or timezone.now()
+    return _fenced(
+        items, "rescheduled", f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}",
+        lambda e: [Status.SLEEPING, e.adapt(at), e.adapt(now)],
+        status=Status.SLEEPING, process_at=at, updated_at=now,
+    )
+
+
+def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None = None) -> list[int]:
+    """Any status but Leased and Sleeping (a custom status hides the rows from workers)."""
+    status = validate_settable_status(status)
+    now = now or timezone.now()
+    return _fenced(
+        items, f"set {status}", f"status = %s, updated_at = %s, {_CLEAR_LEASE}",
+        lambda e: [status, e.adapt(now)],
+        status=status, updated_at=now,
+    )
+
+
+def update_status(queue: type[QueueMessage] | str, status: str, **lookups: Any) -> int:
+    """Set ``status`` on every message of the queue matching Django lookups, in one statement.
+
+    ``update_status(ProductUpdated, "Pending", message__sku="123")``; returns the count changed.
+    """
+    message_class = registry.resolve(queue)
+    status = validate_settable_status(status)
+    rows = message_class.model.objects.using(message_class.queue_options.database)
+    try:
+        matching = rows.filter(**lookups)
+        return matching.update(status=status, lease_expires_at=None, updated_at=timezone.now())
+    except (FieldError, ValidationError, ValueError, TypeError) as exc:
+        raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
+
+
+def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
+    """The status new messages of the queue get, stored in the database (e.g. ``Paused``)."""
+    message_class = registry.resolve(queue)
+    status = validate_settable_status(status)
+    QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
+        queue=message_class.queue_name(), defaults={"default_status": status}
+    )
+
+
+def default_status(queue: type[QueueMessage] | str) -> str:
+    """The status new messages of the queue get now."""
+    message_class = registry.resolve(queue)
+    return engine_for(message_class.queue_options.database).default_status(message_class.model)
+
+
+def dispatch_due(now: datetime | None = None) -> dict[str, int]:
+    """Make due Sleeping messages Pending, in one statement per queue; counts per queue."""
+    now = now or timezone.now()
+    counts = {}
+    for message_class in registry:
+        engine = engine_for(message_class.queue_options.database)
+        rows = message_class.model.objects.using(engine.alias)
+        counts[message_class.queue_name()] = moved = rows.due(now).update(status=Status.PENDING, updated_at=now)
+        if moved:
+            engine.notify(message_class.queue_name())
+    return counts
+
+
+def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list[QueueItem]]]:
+    groups: dict[tuple[type[QueueItem], str], list[QueueItem]] = defaultdict(list)
+    for item in items:
+        if item.correlation_id is None:
+            raise InvalidMessage(f"{item} was never leased; lease it before completing it.")
+        groups[type(item), item.correlation_id].append(item)
+    return [(model, cid, batch) for (model, cid), batch in groups.items()]
+
+
+def _fenced(items: Iterable[QueueItem], what: str, assignments: str, params: Any, **fields: Any) -> list[int]:
+    done = []
+    for model, correlation_id, batch in _leases(items):
+        engine = engine_for(model.message_class.queue_options.database)
+        changed = engine.update_leased(model, [i.pk for i in batch], correlation_id, assignments, params(engine))
+        _apply(batch, changed, lease_expires_at=None, **fields)
+        done += _report(model, correlation_id, batch, changed, what)
+    return done
+
+
+def _apply(batch: Sequence[QueueItem], changed: Sequence[int], **fields: Any) -> None:
+    ids = set(changed)
+    for item in batch:
+        if item.pk in ids:
+            item.__dict__.update(fields)
+
+
+def _report(model: type[QueueItem], correlation_id: str, batch: Sequence[QueueItem], changed: Sequence[int], what: str) -> list[int]:
+    lost = sorted({item.pk for item in batch} - set(changed))
+    if lost:
+        logger.warning(
+            "Lease lost on %s message(s) %s of queue %s; not %s, rows left as they are.",
+            len(lost), lost, model.message_class.queue_name(), what,
+            extra={"action": "lease_lost", "queue": model.message_class.queue_name(), "nexus.correlation_id": correlation_id},
+        )
+    return list(changed)

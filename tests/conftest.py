@@ -1,0 +1,54 @@
+"""Shared fixtures: the engine under test, and subprocesses that use the test database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.engines("postgresql", ...)`` runs a test only on those vendors."""
+    for item in items:
+        marker = item.get_closest_marker("engines")
+        if marker and connection.vendor not in marker.args:
+            item.add_marker(pytest.mark.skip(reason=f"needs {' or '.join(marker.args)}, this run is {connection.vendor}"))
+
+
+@pytest.fixture
+def child_env(transactional_db: None) -> dict[str, str]:
+    """Environment for a subprocess that must see this test's committed rows."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "NEXUS_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+@pytest.fixture
+def run_python(child_env: dict[str, str]) -> Iterator[object]:
+    """Start ``python -c code`` with Django set up on the test database; returns Popen objects."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(code: str, *args: str) -> subprocess.Popen[str]:
+        prelude = "import django; django.setup()\n"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", prelude + code, *args], env=child_env, cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

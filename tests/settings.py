@@ -1,0 +1,66 @@
+"""Settings of the test suite. ``DATABASE_URL`` picks the engine (default: a SQLite file)."""
+
+import os
+import tempfile
+from pathlib import Path
+
+import environ
+
+env = environ.Env()
+
+SECRET_KEY = "tests-only"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "nexus_queues",
+    "tests.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+STATIC_URL = "static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+_sqlite_file = Path(tempfile.gettempdir()) / "nexus_queues_tests.sqlite3"
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{_sqlite_file}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not memory, so that worker subprocesses share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(DATABASES["default"]["NAME"]).with_suffix(".test.sqlite3"))}
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+    DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+# Subprocesses started by tests connect straight to the test database.
+if os.environ.get("NEXUS_TEST_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]
+
+NEXUS_QUEUES = {"MODULES": ["tests.testapp.more_queues"]}

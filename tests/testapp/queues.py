@@ -1,0 +1,50 @@
+"""Queues the test suite works on, one per kind of queue option."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+from pydantic import BaseModel
+
+from nexus_queues import QueueMessage, QueueMessageWithId
+
+
+class Greeting(QueueMessage, queue="greetings", category="Tests"):
+    """A plain queue: no identity, processed messages are deleted."""
+
+    name: str
+    times: int = 1
+
+
+class Price(BaseModel):
+    currency: str
+    amount: Decimal
+
+
+class Product(QueueMessageWithId, queue="products", idempotent=True):
+    """Identity and idempotency: the same product twice is stored once."""
+
+    sku: str
+    name: str
+    prices: list[Price] = []
+    attributes: dict[str, str] = {}
+
+    @property
+    def message_id(self) -> str:
+        return self.sku
+
+
+class Inventory(QueueMessageWithId, queue="inventory", keep_processed_for=timedelta(days=1)):
+    """Identity without idempotency; processed messages kept for a day."""
+
+    sku: str
+    quantity: int
+
+    @property
+    def message_id(self) -> str:
+        return self.sku
+
+
+class Audit(QueueMessage, queue="audits", default_status="OnHold", keep_processed_for=None):
+    """Starts OnHold; keeps processed messages forever."""
+
+    event: str
