@@ -127,6 +127,29 @@ class QueueSettings(models.Model):
         return self.queue
 
 
+class JobRun(models.Model):
+    """One run of a queue job: what it leased and what became of it, for operators."""
+
+    job = models.CharField(max_length=200)
+    queue = models.CharField(max_length=40)
+    correlation_id = models.CharField(max_length=64, unique=True)
+    worker = models.CharField(max_length=255, help_text="host:pid of the worker process")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    leased = models.PositiveIntegerField(default=0)
+    processed = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    rescheduled = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "nexus_job_run"
+        ordering = ("-started_at",)
+        indexes = [models.Index(fields=["queue", "started_at"], name="nx_jobrun_queue_started")]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.correlation_id}"
+
+
 def index_name(table: str, suffix: str) -> str:
     """A stable index name within Django's 30-character limit."""
     return f"nx_{table[6:14]}_{hashlib.sha1(table.encode()).hexdigest()[:6]}_{suffix}"
