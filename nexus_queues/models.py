@@ -176,10 +176,11 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
             models.Index(fields=["status", "id"], name=index_name(table, "status")),
             models.Index(fields=["status", "process_at"], name=index_name(table, "due")),
             models.Index(fields=["expires_at"], name=index_name(table, "expires")),
-            # The admin's filters: dates and "has error" (error_type > '').
+            # The admin's filters: dates, "has error" (error_type > '') and a job run's messages.
             models.Index(fields=["created_at"], name=index_name(table, "created")),
             models.Index(fields=["updated_at"], name=index_name(table, "updated")),
             models.Index(fields=["error_type"], name=index_name(table, "errtype")),
+            models.Index(fields=["correlation_id"], name=index_name(table, "corrid")),
         ],
     }
     if message_class.has_identity:

@@ -23,6 +23,10 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['error_type'], name='nx_product__8268ca_errtype'),
         ),
         migrations.AddIndex(
+            model_name='productupdatedqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_product__8268ca_corrid'),
+        ),
+        migrations.AddIndex(
             model_name='sendorderconfirmationqueueitem',
             index=models.Index(fields=['created_at'], name='nx_send_ord_2b627c_created'),
         ),
@@ -33,5 +37,9 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='sendorderconfirmationqueueitem',
             index=models.Index(fields=['error_type'], name='nx_send_ord_2b627c_errtype'),
+        ),
+        migrations.AddIndex(
+            model_name='sendorderconfirmationqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_send_ord_2b627c_corrid'),
         ),
     ]

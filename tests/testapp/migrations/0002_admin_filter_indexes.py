@@ -23,6 +23,10 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['error_type'], name='nx_audits_0ace66_errtype'),
         ),
         migrations.AddIndex(
+            model_name='auditqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_audits_0ace66_corrid'),
+        ),
+        migrations.AddIndex(
             model_name='greetingqueueitem',
             index=models.Index(fields=['created_at'], name='nx_greeting_559564_created'),
         ),
@@ -33,6 +37,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='greetingqueueitem',
             index=models.Index(fields=['error_type'], name='nx_greeting_559564_errtype'),
+        ),
+        migrations.AddIndex(
+            model_name='greetingqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_greeting_559564_corrid'),
         ),
         migrations.AddIndex(
             model_name='inventoryqueueitem',
@@ -47,6 +55,10 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['error_type'], name='nx_inventor_10d8a2_errtype'),
         ),
         migrations.AddIndex(
+            model_name='inventoryqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_inventor_10d8a2_corrid'),
+        ),
+        migrations.AddIndex(
             model_name='pingqueueitem',
             index=models.Index(fields=['created_at'], name='nx_pings_be897c_created'),
         ),
@@ -59,6 +71,10 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['error_type'], name='nx_pings_be897c_errtype'),
         ),
         migrations.AddIndex(
+            model_name='pingqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_pings_be897c_corrid'),
+        ),
+        migrations.AddIndex(
             model_name='productqueueitem',
             index=models.Index(fields=['created_at'], name='nx_products_b831c3_created'),
         ),
@@ -69,5 +85,9 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='productqueueitem',
             index=models.Index(fields=['error_type'], name='nx_products_b831c3_errtype'),
+        ),
+        migrations.AddIndex(
+            model_name='productqueueitem',
+            index=models.Index(fields=['correlation_id'], name='nx_products_b831c3_corrid'),
         ),
     ]
