@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .exceptions import ConfigurationError, InvalidMessage, MessageDoesNotFit
+from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit
 from .status import Status, validate_status
 
 if TYPE_CHECKING:
@@ -87,7 +87,10 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
     database = kwargs.pop("database", "default")
     if database not in connections.settings:
         raise ConfigurationError(f"{cls.__qualname__}: database {database!r} is not in settings.DATABASES.")
-    default_status = validate_status(kwargs.pop("default_status", Status.PENDING))
+    try:
+        default_status = validate_status(kwargs.pop("default_status", Status.PENDING))
+    except InvalidStatus as exc:
+        raise ConfigurationError(f"{cls.__qualname__}: default_status: {exc}") from exc
     if default_status in (Status.LEASED, Status.SLEEPING):
         raise ConfigurationError(f"{cls.__qualname__}: default_status cannot be {default_status}.")
     try:
@@ -139,8 +142,12 @@ class QueueMessage(BaseModel):
         from .models import create_queue_model
         from .registry import registry
 
-        cls.model = create_queue_model(cls)
         registry.register(cls)
+        try:
+            cls.model = create_queue_model(cls)
+        except Exception:
+            registry.unregister(cls.queue_name())
+            raise
 
     @classmethod
     def queue_name(cls) -> str:

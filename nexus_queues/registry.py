@@ -28,6 +28,11 @@ class QueueRegistry:
             )
         self._queues[name] = message_class
 
+    def unregister(self, name: str) -> None:
+        """Forget queue ``name`` (its model stays in Django's app registry)."""
+        if self._queues.pop(name, None) is None:
+            raise NotRegistered(f"No queue named {name!r}.")
+
     def get(self, name: str) -> type[QueueMessage]:
         """The message class of queue ``name``, or :class:`NotRegistered`."""
         try:

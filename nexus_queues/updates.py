@@ -61,16 +61,37 @@ def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime 
     )
 
 
-def reschedule(items: Iterable[QueueItem], at: datetime, *, now: datetime | None = None) -> list[int]:
-    """Sleeping until ``at``; the dispatch loop makes them Pending then."""
+def reschedule(
+    items: Iterable[QueueItem], at: datetime, *, now: datetime | None = None, reset_attempts: bool = False
+) -> list[int]:
+    """Sleeping until ``at``; the dispatch loop makes them Pending then.
+
+    ``reset_attempts`` starts the attempt count afresh (a job asked to run again later after a success).
+    """
     if not isinstance(at, datetime):
         raise InvalidMessage(f"reschedule needs a datetime, got {type(at).__name__}.")
     now = now or timezone.now()
+    attempts = ", attempts = 0" if reset_attempts else ""
     return _fenced(
-        items, "rescheduled", f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}",
+        items, "rescheduled", f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}{attempts}",
         lambda e: [Status.SLEEPING, e.adapt(at), e.adapt(now)],
-        status=Status.SLEEPING, process_at=at, updated_at=now,
+        status=Status.SLEEPING, process_at=at, updated_at=now, **({"attempts": 0} if reset_attempts else {}),
     )
+
+
+def renew_leases(items: Iterable[QueueItem], until: datetime, *, now: datetime | None = None) -> list[int]:
+    """Extend the leases still held by their item's lease to ``until`` (a running job's heartbeat)."""
+    now = now or timezone.now()
+    renewed = []
+    for model, correlation_id, batch in _leases(items):
+        engine = engine_for(model.message_class.queue_options.database)
+        changed = engine.update_leased(
+            model, [i.pk for i in batch], correlation_id, "lease_expires_at = %s, updated_at = %s",
+            [engine.adapt(until), engine.adapt(now)],
+        )
+        _apply(batch, changed, lease_expires_at=until, updated_at=now)
+        renewed += _report(model, correlation_id, batch, changed, "renewed")
+    return renewed
 
 
 def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None = None) -> list[int]:
@@ -84,7 +105,7 @@ def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None 
     )
 
 
-def update_status(queue: type[QueueMessage] | str, status: str, **lookups: Any) -> int:
+def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: Any) -> int:
     """Set ``status`` on every message of the queue matching Django lookups, in one statement.
 
     ``update_status(ProductUpdated, "Pending", message__sku="123")``; returns the count changed.
@@ -105,6 +126,14 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
     status = validate_settable_status(status)
     QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
         queue=message_class.queue_name(), defaults={"default_status": status}
+    )
+
+
+def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
+    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay."""
+    message_class = registry.resolve(queue)
+    QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
+        queue=message_class.queue_name(), defaults={"processing_enabled": bool(enabled)}
     )
 
 

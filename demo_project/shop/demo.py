@@ -1,0 +1,56 @@
+"""What ``manage.py nexus_demo`` does, step by step, as lines to print."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+
+from nexus_queues import QueueMessage, enqueue, enqueue_many, lease
+
+from .queues import Price, ProductUpdated, SendOrderConfirmation
+
+
+def run_demo() -> Iterator[str]:
+    """Enqueue orders and products, then lease and process one batch of each queue."""
+    orders = [SendOrderConfirmation(order_id=f"ORD-{n}", email=f"customer{n}@example.com") for n in range(1, 6)]
+    enqueue_many(orders)
+    enqueue(SendOrderConfirmation(order_id="ORD-LATER", email="later@example.com"), delay=timedelta(hours=1))
+    yield f"Enqueued {len(orders)} order confirmations and 1 scheduled an hour from now."
+
+    products = [
+        ProductUpdated(sku=f"SKU-{n}", name=f"Product {n}", prices=[Price(currency="EUR", amount=Decimal(n) + Decimal("0.95"))])
+        for n in range(1, 4)
+    ]
+    first = enqueue_many(products)
+    again = enqueue_many(products)
+    yield (
+        f"Enqueued {len(products)} products: {len(first.stored)} stored; sent again unchanged: "
+        f"{len(again.discarded)} discarded as idempotent duplicates."
+    )
+
+    yield from _process(SendOrderConfirmation, fail_on="ORD-3")
+    yield from _process(ProductUpdated)
+    changed = products[0].model_copy(update={"name": "Product 1 (renamed)"})
+    enqueue(changed)
+    yield f"Enqueued a new version of {changed.sku}; it is Pending again and remembers the processed version."
+    for message_class in (SendOrderConfirmation, ProductUpdated):
+        counts = Counter(message_class.model.objects.values_list("status", flat=True))
+        summary = ", ".join(f"{status}: {n}" for status, n in sorted(counts.items())) or "empty"
+        yield f"{message_class.queue_name()}: {summary}"
+
+
+def _process(message_class: type[QueueMessage], fail_on: str | None = None) -> Iterator[str]:
+    items = lease(message_class, 10)
+    failed = [item for item in items if fail_on and getattr(item.message, "order_id", None) == fail_on]
+    for item in items:
+        if item in failed:
+            item.mark_error(RuntimeError(f"mail server refused {fail_on}"))
+        else:
+            item.mark_processed()
+    run = items[0].correlation_id if items else "-"
+    yield (
+        f"Leased {len(items)} message(s) of {message_class.queue_name()} (correlation id {run}): "
+        f"{len(items) - len(failed)} processed, {len(failed)} failed."
+    )

@@ -1,0 +1,104 @@
+"""Lease: FIFO claims, what is invisible to leasing, and abandoning expired leases."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease
+from nexus_queues.exceptions import InvalidMessage, NotRegistered
+from tests.factories import GreetingFactory
+from tests.testapp.queues import Greeting
+
+pytestmark = pytest.mark.django_db
+
+
+def test_lease__claims_pending_in_fifo_order():
+    """The oldest Pending messages come first, up to count, marked Leased with a lease time."""
+    messages = GreetingFactory.build_batch(5)
+    enqueue_many(messages)
+    now = timezone.now()
+    items = lease(Greeting, 3, lease_time=timedelta(minutes=2), now=now)
+    assert [item.message for item in items] == messages[:3]
+    for item in items:
+        assert item.status == Status.LEASED and item.attempts == 1
+        assert item.lease_expires_at == now + timedelta(minutes=2)
+    stored = Greeting.model.objects.in_bulk([i.pk for i in items])
+    assert {row.status for row in stored.values()} == {Status.LEASED}
+    assert {row.lease_expires_at for row in stored.values()} == {now + timedelta(minutes=2)}
+    assert [item.message for item in lease(Greeting, 10)] == messages[3:]
+    assert lease(Greeting, 10) == []
+
+
+def test_lease__one_correlation_id_per_call():
+    """Each lease call stamps its rows with one correlation id, a new one unless given."""
+    enqueue_many(GreetingFactory.build_batch(4))
+    first = lease(Greeting, 2)
+    second = lease(Greeting, 2, correlation_id="run-42")
+    assert len({i.correlation_id for i in first}) == 1
+    assert first[0].correlation_id != "run-42"
+    assert {i.correlation_id for i in second} == {"run-42"}
+    assert set(Greeting.model.objects.filter(pk__in=[i.pk for i in second]).values_list("correlation_id", flat=True)) == {"run-42"}
+
+
+def test_lease__by_queue_name():
+    enqueue(GreetingFactory())
+    assert len(lease("greetings", 1)) == 1
+
+
+def test_lease__skips_sleeping_custom_and_expired():
+    """Sleeping, custom-status and expired messages are invisible to leasing."""
+    now = timezone.now()
+    enqueue(GreetingFactory(), delay=timedelta(hours=1))
+    enqueue(GreetingFactory(), status="Paused")
+    enqueue(GreetingFactory(), expires_at=now - timedelta(seconds=1))
+    visible = GreetingFactory()
+    enqueue(visible, expires_at=now + timedelta(hours=1))
+    assert [item.message for item in lease(Greeting, 10, now=now)] == [visible]
+
+
+def test_lease__attempts_count_every_lease():
+    enqueue(GreetingFactory())
+    [item] = lease(Greeting, 1)
+    item.set_status(Status.PENDING)
+    [again] = lease(Greeting, 1)
+    assert again.pk == item.pk and again.attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("count", "lease_time", "match"),
+    [(0, timedelta(1), "count"), (-1, timedelta(1), "count"), (True, timedelta(1), "count"),
+     (1, timedelta(0), "lease_time"), (1, 30, "lease_time")],
+)
+def test_lease__bad_arguments(count, lease_time, match):
+    enqueue(GreetingFactory())
+    with pytest.raises(InvalidMessage, match=match):
+        lease(Greeting, count, lease_time=lease_time)
+    assert Greeting.model.objects.get().status == Status.PENDING
+
+
+def test_lease__unknown_queue():
+    with pytest.raises(NotRegistered, match="No queue named 'nope'. Known queues: .*greetings"):
+        lease("nope", 1)
+
+
+def test_abandon_expired_leases__only_expired_become_abandoned():
+    """Expired leases become Abandoned, keeping their correlation id; live leases stay."""
+    enqueue_many(GreetingFactory.build_batch(2))
+    now = timezone.now()
+    [short] = lease(Greeting, 1, lease_time=timedelta(seconds=1), now=now)
+    [long] = lease(Greeting, 1, lease_time=timedelta(hours=1), now=now)
+    counts = abandon_expired_leases(now + timedelta(seconds=2))
+    assert counts["greetings"] == 1
+    short_row, long_row = Greeting.model.objects.get(pk=short.pk), Greeting.model.objects.get(pk=long.pk)
+    assert short_row.status == Status.ABANDONED and short_row.correlation_id == short.correlation_id
+    assert long_row.status == Status.LEASED
+
+
+def test_abandoned__is_never_leased_again_silently():
+    """An Abandoned message waits for an operator: leasing does not pick it up."""
+    enqueue(GreetingFactory())
+    now = timezone.now()
+    lease(Greeting, 1, lease_time=timedelta(seconds=1), now=now)
+    abandon_expired_leases(now + timedelta(seconds=5))
+    assert lease(Greeting, 1, now=now + timedelta(seconds=6)) == []

@@ -1,0 +1,189 @@
+"""Completions fenced by the lease holder, and operators' status changes."""
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from nexus_queues import (
+    Status, abandon_expired_leases, default_status, dispatch_due, enqueue, enqueue_many, lease, mark_processed,
+    set_default_status, update_status,
+)
+from nexus_queues.exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NotRegistered
+from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
+from tests.testapp.queues import Audit, Greeting, Inventory, Product
+
+pytestmark = pytest.mark.django_db
+
+
+def leased(message_class, factory, n=1, **lease_kwargs):
+    enqueue_many(factory.build_batch(n))
+    return lease(message_class, n, **lease_kwargs)
+
+
+def test_mark_processed__deletes_when_queue_keeps_none():
+    [item] = leased(Greeting, GreetingFactory)
+    assert item.mark_processed() is True
+    assert not Greeting.model.objects.exists()
+
+
+def test_mark_processed__keeps_row_and_previous_version():
+    """Kept queues mark the row Processed and store the message as the previous version."""
+    [item] = leased(Inventory, InventoryFactory)
+    assert item.mark_processed()
+    row = Inventory.model.objects.get()
+    assert row.status == Status.PROCESSED and row.previous_message == item.message
+    assert row.processed_at is not None and row.lease_expires_at is None
+    assert item.status == Status.PROCESSED
+
+
+def test_previous_message__is_the_last_processed_version():
+    """A new version keeps the processed one as previous; a failed one never becomes previous."""
+    v1 = ProductFactory(sku="A", name="v1")
+    enqueue(v1)
+    lease(Product, 1)[0].mark_processed()
+    v2 = v1.model_copy(update={"name": "v2"})
+    enqueue(v2)
+    [item] = lease(Product, 1)
+    assert item.message == v2 and item.previous_message == v1
+    item.mark_error(RuntimeError("nope"))
+    enqueue(v1.model_copy(update={"name": "v3"}))
+    [item] = lease(Product, 1)
+    assert item.previous_message == v1
+
+
+def test_mark_processed__batch_in_one_call():
+    items = leased(Inventory, InventoryFactory, 5)
+    assert sorted(mark_processed(items)) == sorted(i.pk for i in items)
+    assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
+
+
+def test_mark_error__keeps_exception_and_traceback():
+    [item] = leased(Greeting, GreetingFactory)
+    try:
+        raise ValueError("printer on fire")
+    except ValueError as exc:
+        assert item.mark_error(exc)
+    row = Greeting.model.objects.get()
+    assert row.status == Status.ERROR
+    assert row.error_type == "builtins.ValueError" and row.error_message == "printer on fire"
+    assert "Traceback" in row.error_traceback and "test_mark_error__keeps_exception_and_traceback" in row.error_traceback
+    assert row.lease_expires_at is None
+
+
+def test_reschedule__sleeps_until_time():
+    [item] = leased(Greeting, GreetingFactory)
+    at = timezone.now() + timedelta(hours=1)
+    assert item.reschedule(at)
+    row = Greeting.model.objects.get()
+    assert (row.status, row.process_at) == (Status.SLEEPING, at)
+
+
+def test_set_status__custom_hides_from_workers():
+    [item] = leased(Greeting, GreetingFactory)
+    assert item.set_status("WaitingForProduct")
+    assert Greeting.model.objects.get().status == "WaitingForProduct"
+    assert lease(Greeting, 1) == []
+    with pytest.raises(InvalidStatus):
+        item.set_status(Status.SLEEPING)
+
+
+def test_completion__fenced_after_abandon(caplog):
+    """A worker whose lease expired and was abandoned cannot complete; the row is left as it is."""
+    now = timezone.now()
+    [item] = leased(Inventory, InventoryFactory, lease_time=timedelta(seconds=1), now=now)
+    abandon_expired_leases(now + timedelta(seconds=2))
+    with caplog.at_level(logging.WARNING, logger="nexus_queues"):
+        assert item.mark_processed() is False
+        assert item.mark_error(RuntimeError("late")) is False
+    row = Inventory.model.objects.get()
+    assert row.status == Status.ABANDONED and row.previous_message is None and row.error_type == ""
+    assert any(r.action == "lease_lost" and item.correlation_id == getattr(r, "nexus.correlation_id") for r in caplog.records)
+
+
+def test_completion__fenced_after_release_and_new_lease():
+    """When another run leased the row since, the first run's completion changes nothing."""
+    [first] = leased(Greeting, GreetingFactory)
+    update_status(Greeting, Status.PENDING, id=first.pk)
+    [second] = lease(Greeting, 1)
+    assert first.mark_processed() is False
+    assert Greeting.model.objects.get().correlation_id == second.correlation_id
+    assert second.mark_processed() is True
+    assert not Greeting.model.objects.exists()
+
+
+def test_completion__needs_a_lease():
+    enqueue(GreetingFactory())
+    row = Greeting.model.objects.get()
+    with pytest.raises(InvalidMessage, match="never leased"):
+        row.mark_processed()
+
+
+def test_update_status__by_json_property():
+    """Messages whose JSON properties match get the status, in one statement."""
+    enqueue_many([ProductFactory(sku="A", prices=[PriceFactory(currency="SEK")]), ProductFactory(sku="B")])
+    enqueue(InventoryFactory(sku="A"), status="WaitingForProduct")
+    enqueue(InventoryFactory(sku="B"), status="WaitingForProduct")
+    assert update_status(Inventory, Status.PENDING, message__sku="A") == 1
+    assert dict(Inventory.model.objects.values_list("message_id", "status")) == {"A": "Pending", "B": "WaitingForProduct"}
+    assert update_status(Product, "Hold", message__prices__0__currency="SEK") == 1
+    assert Product.model.objects.get(message_id="A").status == "Hold"
+
+
+def test_update_status__by_status_and_queue_name():
+    enqueue_many(AuditFactory.build_batch(3))
+    assert update_status("audits", Status.PENDING, status="OnHold") == 3
+    assert set(Audit.model.objects.values_list("status", flat=True)) == {Status.PENDING}
+
+
+@pytest.mark.parametrize(
+    ("status", "lookups", "error"),
+    [
+        ("Pending", {"colour": "red"}, InvalidLookup),
+        ("Pending", {"id__near": 3}, InvalidLookup),
+        ("bad status!", {}, InvalidStatus),
+        ("Leased", {}, InvalidStatus),
+    ],
+)
+def test_update_status__bad_input_changes_nothing(status, lookups, error):
+    enqueue(GreetingFactory())
+    with pytest.raises(error):
+        update_status(Greeting, status, **lookups)
+    assert Greeting.model.objects.get().status == Status.PENDING
+
+
+def test_update_status__unknown_queue():
+    with pytest.raises(NotRegistered):
+        update_status("nope", Status.PENDING)
+
+
+def test_set_default_status__stored_and_validated():
+    assert default_status(Greeting) == Status.PENDING
+    assert default_status(Audit) == "OnHold"
+    set_default_status(Greeting, "Paused")
+    assert default_status("greetings") == "Paused"
+    with pytest.raises(InvalidStatus):
+        set_default_status(Greeting, "Leased")
+    assert default_status(Greeting) == "Paused"
+
+
+def test_dispatch_due__moves_only_due_sleeping():
+    now = timezone.now()
+    enqueue(GreetingFactory(), at=now - timedelta(seconds=1))
+    enqueue(GreetingFactory(), at=now + timedelta(hours=1))
+    assert dispatch_due(now)["greetings"] == 1
+    assert sorted(Greeting.model.objects.values_list("status", flat=True)) == [Status.PENDING, Status.SLEEPING]
+
+
+def test_stored_json_that_no_longer_fits__clear_error_row_untouched():
+    """A row whose JSON no longer fits the class raises MessageDoesNotFit on read; the row stays."""
+    enqueue(GreetingFactory(name="Ada"))
+    Greeting.model.objects.update(message={"name": "Ada", "times": "many"})
+    [item] = lease(Greeting, 1)
+    with pytest.raises(MessageDoesNotFit, match=rf"Message {item.pk} of queue 'greetings'.*times"):
+        _ = item.message
+    assert item.mark_error(RuntimeError("does not fit"))
+    row = Greeting.model.objects.get()
+    assert row.status == Status.ERROR
+    assert Greeting.model._meta.get_field("message").value_from_object(row) == {"name": "Ada", "times": "many"}
