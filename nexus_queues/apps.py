@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.utils.module_loading import autodiscover_modules
 
 
 class NexusQueuesConfig(AppConfig):
-    """Finds every queue (each installed app's ``queues`` module and ``NEXUS_QUEUES["MODULES"]``)."""
+    """Finds every queue (each installed app's ``queues`` module and ``NEXUS_QUEUES["MODULES"]``), then every
+    queue job (each installed app's ``jobs`` module)."""
 
     name = "nexus_queues"
     verbose_name = "Queues"
@@ -23,3 +24,8 @@ class NexusQueuesConfig(AppConfig):
         autodiscover_modules("queues")
         for module in settings.MODULES:
             import_module(module)
+        if apps.is_installed("django.contrib.admin"):
+            from .admin import autoregister
+
+            autoregister()
+        autodiscover_modules("jobs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -26,8 +27,62 @@ class Settings:
     NOTIFY_CHANNEL: str = "nexus_queues"
     """The LISTEN/NOTIFY channel name."""
 
+    API_MAX_BODY_BYTES: int = 2_621_440
+    """Largest request body the HTTP API reads (413 above it); Django's DATA_UPLOAD_MAX_MEMORY_SIZE caps it too."""
+
     BATCH_SIZE: int = 5000
     """Rows written per statement by ``enqueue_many`` on engines without COPY."""
+
+    WORKER_PEEK_DELAY: timedelta = timedelta(seconds=1)
+    """How long an idle worker waits before it peeks again (warned about outside 100 ms to 10 s)."""
+
+    WORKER_MAX_PEEK: int = 10000
+    """The most Pending messages a peek counts before the worker starts leasing."""
+
+    WORKER_CONCURRENCY: int = 1
+    """Messages a worker process runs at once (threads), unless ``--concurrency`` says otherwise."""
+
+    WORKER_LISTEN: bool = True
+    """Wake idle workers and dispatchers by PostgreSQL LISTEN/NOTIFY; turn off behind a transaction-pooling proxy."""
+
+    WORKER_HOUSEKEEPING_INTERVAL: timedelta = timedelta(seconds=30)
+    """How often a worker abandons expired leases, purges old Processed rows and drops expired messages."""
+
+    WORKER_CLEANUP_BATCH_SIZE: int = 1000
+    """Rows deleted per statement when purging Processed or expired messages."""
+
+    WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    """How long the database may keep failing before the worker logs an error and backs off the most."""
+
+    WORKER_MAX_BACKOFF: timedelta = timedelta(seconds=30)
+    """The longest pause between reconnection attempts while the database is away."""
+
+    DISPATCH_STORE: str | None = None
+    """Dotted path of a :class:`~nexus_queues.dispatch.DelayedMessageStore`; default: the queue tables."""
+
+    DISPATCH_BATCH_SIZE: int = 100
+    """Due messages dispatched per transaction."""
+
+    DISPATCH_MAX_SLEEP: timedelta = timedelta(seconds=1)
+    """The longest the dispatch loop sleeps between looks (the fallback where no wake-up reaches it)."""
+
+    DISPATCH_NUMBER_OF_RETRIES: int = 0
+    """Retries of a message whose dispatch fails before it is set to Error."""
+
+    DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    """How long storing delayed messages may keep failing before the store circuit breaker triggers."""
+
+    DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    """How long fetching due messages may keep failing before the fetch circuit breaker triggers."""
+
+    DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    """How long dispatching due messages may keep failing before the dispatch circuit breaker triggers."""
+
+    DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND: int = 1
+    """Per-message failure counts recorded per second before the loop pauses (the recovery breaker)."""
+
+    ADMIN: bool = True
+    """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
 
 
 def _read(name: str) -> Any:

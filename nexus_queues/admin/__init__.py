@@ -1,0 +1,34 @@
+"""The Django admin for queues: one page per queue, grouped by category, plus job runs.
+
+:func:`register_queues` runs from the app's ``ready()`` (after queues are discovered) unless
+``NEXUS_QUEUES["ADMIN"]`` is False; call it yourself for another :class:`AdminSite`.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from ..conf import settings
+from ..models import JobRun
+from ..registry import registry
+from .job_runs import JobRunAdmin
+from .queues import QueueItemAdmin
+from .sites import group_index_by_category, group_queues_by_category
+
+__all__ = ["JobRunAdmin", "QueueItemAdmin", "autoregister", "group_queues_by_category", "register_queues"]
+
+
+def register_queues(site: admin.AdminSite) -> None:
+    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, and job runs."""
+    for message_class in registry:
+        if not site.is_registered(message_class.model):
+            site.register(message_class.model, QueueItemAdmin)
+    if not site.is_registered(JobRun):
+        site.register(JobRun, JobRunAdmin)
+    group_index_by_category(site)
+
+
+def autoregister() -> None:
+    """Register the queues on Django's default admin site, unless ``NEXUS_QUEUES["ADMIN"]`` is False."""
+    if settings.ADMIN:
+        register_queues(admin.site)

@@ -1,0 +1,50 @@
+"""Bulk status changes on the chosen rows, or on every row of the filter result ("select all")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from ..status import Status
+from ..updates import update_status
+from .forms import StatusForm
+
+
+def _set_status(model_admin: Any, request: HttpRequest, queryset: QuerySet, status: str) -> int:
+    message_class = model_admin.model.message_class
+    changed = update_status(message_class, status, pk__in=queryset.order_by().values("pk"))
+    model_admin.message_user(request, f"{changed} message(s) set {status}.", messages.SUCCESS)
+    return changed
+
+
+@admin.action(description="Retry: set Pending", permissions=["change"])
+def set_pending(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> None:
+    """Make the rows Pending again, so that workers lease them."""
+    _set_status(model_admin, request, queryset, Status.PENDING)
+
+
+@admin.action(description="Set a status…", permissions=["change"])
+def set_custom_status(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+    """Ask for a status (built-in or custom) and how many rows change, then set it."""
+    form = StatusForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        _set_status(model_admin, request, queryset, form.cleaned_data["status"])
+        return None
+    opts = model_admin.model._meta
+    count = queryset.count()
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Set the status of {count} {opts.verbose_name_plural} message(s)",
+        "form": form,
+        "count": count,
+        "opts": opts,
+        "select_across": request.POST.get("select_across", "0"),
+        "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/nexus_queues/queue/set_status.html", context)

@@ -1,0 +1,227 @@
+"""The admin page of one queue: change list, message editor, manual enqueue and queue settings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.views.main import PAGE_VAR
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from ..enqueueing import enqueue
+from ..exceptions import NexusQueuesError
+from ..models import JobRun, QueueItem, QueueSettings
+from ..serialization import canonical_json, json_hash
+from ..status import Status
+from ..updates import set_default_status
+from .actions import set_custom_status, set_pending
+from .counting import LimitedCountPaginator
+from .filters import HasErrorFilter, StatusFilter
+from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm
+from .overview import queue_overview
+
+STATUS_COLOURS = {
+    Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
+    Status.ERROR: "#c62828", Status.ABANDONED: "#ad5a00", Status.SLEEPING: "#5f6b7a",
+}
+CUSTOM_STATUS_COLOUR = "#8a6d00"
+SUMMARY_LENGTH = 80
+
+
+def status_badge(status: str) -> str:
+    """The status as a coloured label (custom statuses share one colour)."""
+    colour = STATUS_COLOURS.get(status, CUSTOM_STATUS_COLOUR)  # type: ignore[call-overload]
+    return format_html('<span class="nexus-status" style="background:{}">{}</span>', colour, status)
+
+
+def pretty_json(data: Any) -> str:
+    """JSON in a ``<pre>``, indented, keys sorted."""
+    if data is None:
+        return "-"
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+    return format_html('<pre class="nexus-json">{}</pre>', text)
+
+
+class QueueItemAdmin(admin.ModelAdmin):
+    """Browse, filter, fix and re-run the messages of one queue."""
+
+    form = QueueItemForm
+    change_list_template = "admin/nexus_queues/queue/change_list.html"
+    change_form_template = "admin/nexus_queues/queue/change_form.html"
+    list_display = (
+        "id", "message_id", "status_label", "summary", "created_at", "updated_at", "process_at", "attempts",
+        "correlation_id",
+    )
+    list_filter = (StatusFilter, ("created_at", admin.DateFieldListFilter),
+                   ("updated_at", admin.DateFieldListFilter), HasErrorFilter)
+    search_fields = ("=message_id", "message")
+    search_help_text = "An exact message id, or text inside the message JSON."
+    ordering = ("id",)
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    actions = (set_pending, set_custom_status, "delete_selected")
+    count_limit = 100_000
+    """Counts (rows, per status) stop here, so a page never counts a whole big table."""
+    fieldsets = (
+        (None, {"fields": (("message", "previous_message_json"), "status", "message_id")}),
+        ("Timing", {"fields": ("created_at", "updated_at", "process_at", "expires_at", "processed_at", "attempts")}),
+        ("Lease", {"fields": ("lease_expires_at", "correlation_id", "job_run")}),
+        ("Error", {"fields": ("error_type", "error_message", "error_traceback_text")}),
+        ("Stored", {"classes": ("collapse",), "fields": ("headers", "message_hash")}),
+    )
+    readonly_fields = (
+        "previous_message_json", "message_id", "created_at", "updated_at", "process_at", "expires_at",
+        "processed_at", "attempts", "lease_expires_at", "correlation_id", "job_run", "error_type", "error_message",
+        "error_traceback_text", "headers", "message_hash",
+    )
+
+    @admin.display(description="status", ordering="status")
+    def status_label(self, item: QueueItem) -> str:
+        return status_badge(item.status)
+
+    @admin.display(description="message")
+    def summary(self, item: QueueItem) -> str:
+        data = item._meta.get_field("message").value_from_object(item)
+        if isinstance(data, dict):
+            text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in sorted(data.items()))
+        else:
+            text = json.dumps(data, ensure_ascii=False)
+        return Truncator(text).chars(SUMMARY_LENGTH)
+
+    @admin.display(description="message")
+    def message_json(self, item: QueueItem) -> str:
+        return pretty_json(item._meta.get_field("message").value_from_object(item))
+
+    @admin.display(description="previous message (last processed)")
+    def previous_message_json(self, item: QueueItem) -> str:
+        return pretty_json(item._meta.get_field("previous_message").value_from_object(item))
+
+    @admin.display(description="traceback")
+    def error_traceback_text(self, item: QueueItem) -> str:
+        if not item.error_traceback:
+            return "-"
+        return format_html('<pre class="nexus-traceback">{}</pre>', item.error_traceback)
+
+    @admin.display(description="job run")
+    def job_run(self, item: QueueItem) -> str:
+        run = JobRun.objects.filter(correlation_id=item.correlation_id).first() if item.correlation_id else None
+        if run is None:
+            return "-"
+        url = reverse(f"{self.admin_site.name}:nexus_queues_jobrun_change", args=[run.pk])
+        return format_html('<a href="{}">{}</a>', url, run)
+
+    def get_fieldsets(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
+        """Read-only viewers see the stored JSON as text, even when it no longer fits the class."""
+        if self.has_change_permission(request, obj):
+            return self.fieldsets
+        _message, *rest = self.fieldsets
+        return ((None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")}), *rest)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
+        if self.has_change_permission(request, obj):
+            return self.readonly_fields
+        return ("message_json", "status", *self.readonly_fields)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "message":
+            return MessageJSONField(label="message")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_paginator(self, request: HttpRequest, queryset: QuerySet, per_page: int, orphans: int = 0,
+                      allow_empty_first_page: bool = True) -> LimitedCountPaginator:
+        page = request.GET.get(PAGE_VAR, "1")
+        wanted = int(page) * per_page if page.isdigit() else 0
+        return LimitedCountPaginator(queryset, per_page, orphans, allow_empty_first_page,
+                                     count_limit=max(self.count_limit, wanted))
+
+    def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
+        """Write only what the operator changed, so a worker's concurrent changes survive."""
+        fields = {"message", "status"} & set(form.changed_data)
+        if not fields:
+            return
+        if "message" in fields:
+            obj.message_hash = json_hash(canonical_json(form.cleaned_data["message"]))
+            fields.add("message_hash")
+        if "status" in fields:
+            obj.lease_expires_at = None
+            fields.add("lease_expires_at")
+        obj.updated_at = timezone.now()
+        obj.save(update_fields=[*fields, "updated_at"])
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        overview = queue_overview(self.model.message_class, self.count_limit)
+        context = {
+            "overview": overview,
+            "status_badges": [(status_badge(s), n) for s, n in overview.counts.items()],
+            "settings_form": QueueSettingsForm(
+                initial={"default_status": overview.default_status, "processing_enabled": overview.processing_enabled}
+            ),
+            "can_change_queue": self.has_change_permission(request),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, context)
+
+    def get_urls(self) -> list[Any]:
+        opts = self.model._meta
+        name = f"{opts.app_label}_{opts.model_name}_queue_settings"
+        return [path("queue-settings/", self.admin_site.admin_view(self.queue_settings_view), name=name),
+                *super().get_urls()]
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Manual enqueue: a form prefilled with the example message."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        message_class = self.model.message_class
+        form = EnqueueForm(message_class, request.POST or None, initial={"message": message_class.example()})
+        if request.method == "POST" and form.is_valid():
+            stored = self._enqueue(request, form)
+            if stored:
+                return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
+        context = {**self.admin_site.each_context(request), "title": f"Enqueue a {message_class.queue_name()} message",
+                   "form": form, "opts": self.model._meta, "queue": message_class.queue_name()}
+        return TemplateResponse(request, "admin/nexus_queues/queue/enqueue.html", context)
+
+    def _enqueue(self, request: HttpRequest, form: EnqueueForm) -> bool:
+        data = form.cleaned_data
+        try:
+            result = enqueue(data["message"], at=data["process_at"], status=data["status"])
+        except NexusQueuesError as exc:
+            form.add_error(None, str(exc))
+            return False
+        if result.discarded:
+            self.message_user(request, "The queue already holds this exact message (idempotent): nothing stored.",
+                              messages.WARNING)
+        else:
+            self.message_user(request, "Message enqueued.", messages.SUCCESS)
+        return True
+
+    def queue_settings_view(self, request: HttpRequest) -> HttpResponse:
+        """Save the queue's default enqueue status and processing on/off."""
+        if request.method != "POST" or not self.has_change_permission(request):
+            raise PermissionDenied
+        form = QueueSettingsForm(request.POST)
+        message_class = self.model.message_class
+        if form.is_valid():
+            set_default_status(message_class, form.cleaned_data["default_status"])
+            QueueSettings.objects.using(message_class.queue_options.database).filter(
+                queue=message_class.queue_name()
+            ).update(processing_enabled=form.cleaned_data["processing_enabled"])
+            self.message_user(request, "Queue settings saved.", messages.SUCCESS)
+        else:
+            errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
+            self.message_user(request, f"Queue settings not saved: {errors}", messages.ERROR)
+        return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
+
+
+def _url_name(model: type[QueueItem]) -> str:
+    return f"{model._meta.app_label}_{model._meta.model_name}"

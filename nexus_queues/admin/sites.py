@@ -1,0 +1,51 @@
+"""The admin index groups queues by their category while keeping Django's look."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.contrib.admin import AdminSite
+from django.http import HttpRequest
+
+from ..registry import registry
+
+QUEUES_APP_LABEL = "nexus_queues"
+
+
+def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Move each queue out of its app into a section named for its category ("Queues" when it has none)."""
+    categories = {mc.model: mc.queue_options.category or "Queues" for mc in registry}
+    sections: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    grouped = []
+    for app in app_list:
+        others = [entry for entry in app["models"] if entry["model"] not in categories]
+        for entry in app["models"]:
+            if entry["model"] in categories:
+                sections[categories[entry["model"]]].append(entry)
+        if others:
+            grouped.append({**app, "models": others})
+    for name, entries in sections.items():
+        queues_app = next((a for a in grouped if a["app_label"] == QUEUES_APP_LABEL and name == "Queues"), None)
+        if queues_app:
+            queues_app["models"] = sorted([*queues_app["models"], *entries], key=lambda e: e["name"].lower())
+            continue
+        grouped.append({
+            "name": name, "app_label": QUEUES_APP_LABEL, "app_url": entries[0]["admin_url"],
+            "has_module_perms": True, "models": sorted(entries, key=lambda e: e["name"].lower()),
+        })
+    return sorted(grouped, key=lambda app: app["name"].lower())
+
+
+def group_index_by_category(site: AdminSite) -> None:
+    """Make ``site.get_app_list`` group queues by category on the index and in the side bar."""
+    if getattr(site.get_app_list, "groups_queues", False):
+        return
+    ungrouped = site.get_app_list
+
+    def get_app_list(request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+        app_list = ungrouped(request, app_label)
+        return app_list if app_label else group_queues_by_category(app_list)
+
+    get_app_list.groups_queues = True  # type: ignore[attr-defined]
+    site.get_app_list = get_app_list  # type: ignore[method-assign]
