@@ -25,12 +25,16 @@ _EXPORTS = {
     "dispatch_due": "updates",
     "mark_processed": "updates",
     "mark_error": "updates",
+    "set_processing_enabled": "updates",
+    "QueueJob": "jobs",
+    "previous_message": "jobs",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
+    from .jobs import QueueJob, previous_message
     from .leasing import abandon_expired_leases, lease
     from .messages import HealthStatus, QueueMessage, QueueMessageWithId
     from .status import Status

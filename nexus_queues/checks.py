@@ -43,20 +43,29 @@ def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
         table = cls.model._meta.db_table
         with connection.cursor() as cursor:
             if table not in connection.introspection.table_names(cursor):
-                problems.append(checks.Warning(
-                    f"Queue {cls.queue_name()!r} has no table {table!r} in database {alias!r}.",
-                    hint="Run makemigrations and migrate.", obj=cls.model, id="nexus_queues.W002",
-                ))
+                problems.append(
+                    checks.Warning(
+                        f"Queue {cls.queue_name()!r} has no table {table!r} in database {alias!r}.",
+                        hint="Run makemigrations and migrate.",
+                        obj=cls.model,
+                        id="nexus_queues.W002",
+                    )
+                )
                 continue
             present = _indexed_columns(connection.introspection.get_constraints(cursor, table))
+        column_of = {field.name: field.column for field in cls.model._meta.concrete_fields}
         for index in (*cls.model._meta.indexes, *cls.model._meta.constraints):
-            columns = tuple(cls.model._meta.get_field(f).column for f in index.fields)
+            columns = tuple(column_of[name] for name in index.fields)
             if columns not in present:
-                problems.append(checks.Warning(
-                    f"Queue {cls.queue_name()!r}: table {table!r} lacks the index {index.name} on {', '.join(columns)}.",
-                    hint="Run migrate; if it was dropped by hand, recreate it with sqlmigrate's statement.",
-                    obj=cls.model, id="nexus_queues.W003",
-                ))
+                problems.append(
+                    checks.Warning(
+                        f"Queue {cls.queue_name()!r}: table {table!r} lacks the index {index.name} "
+                        f"on {', '.join(columns)}.",
+                        hint="Run migrate; if it was dropped by hand, recreate it with sqlmigrate's statement.",
+                        obj=cls.model,
+                        id="nexus_queues.W003",
+                    )
+                )
     return problems
 
 

@@ -128,7 +128,10 @@ def _message_class(messages: list[QueueMessage]) -> type[QueueMessage]:
 
 
 def _placement(
-    at: datetime | None, delay: timedelta | None, status: str | None, expires_at: datetime | None,
+    at: datetime | None,
+    delay: timedelta | None,
+    status: str | None,
+    expires_at: datetime | None,
     headers: Mapping[str, Any] | None,
 ) -> _Placement:
     if at is not None and delay is not None:
@@ -166,6 +169,17 @@ def _check_datetime(name: str, value: datetime | None) -> None:
 def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:
     text = canonical_json(message)
     return [
-        message_id_of(message), text, json_hash(text), placement.headers, placement.status, placement.process_at,
-        placement.expires_at, 0, "", "", "", now, now,
+        message_id_of(message),
+        text,
+        json_hash(text),
+        placement.headers,
+        placement.status,
+        placement.process_at,
+        placement.expires_at,
+        0,
+        "",
+        "",
+        "",
+        now,
+        now,
     ]

@@ -17,7 +17,12 @@ from .conf import settings
 from .messages import QueueMessage
 
 _PLACEHOLDERS: dict[Any, Any] = {
-    str: "", int: 0, float: 0.0, bool: False, Decimal: Decimal(0), timedelta: timedelta(0),
+    str: "",
+    int: 0,
+    float: 0.0,
+    bool: False,
+    Decimal: Decimal(0),
+    timedelta: timedelta(0),
 }
 
 
@@ -38,7 +43,9 @@ def example_message(message_class: type[QueueMessage]) -> QueueMessage:
 
 def _placeholder_data(model: type[BaseModel]) -> dict[str, Any]:
     return {
-        field.alias or name: field.get_default(call_default_factory=True) if not field.is_required() else _placeholder(field.annotation)
+        field.alias or name: field.get_default(call_default_factory=True)
+        if not field.is_required()
+        else _placeholder(field.annotation)
         for name, field in model.model_fields.items()
     }
 

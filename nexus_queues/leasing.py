@@ -38,7 +38,10 @@ def lease(
     now = now or timezone.now()
     engine = engine_for(message_class.queue_options.database)
     return engine.claim(
-        message_class.model, count, now=now, lease_until=now + lease_time,
+        message_class.model,
+        count,
+        now=now,
+        lease_until=now + lease_time,
         correlation_id=correlation_id or uuid.uuid4().hex,
     )
 

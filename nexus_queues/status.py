@@ -34,8 +34,7 @@ def validate_status(status: str) -> str:
         raise InvalidStatus(f"Status {status!r} is longer than {MAX_STATUS_LENGTH} characters.")
     if not _CUSTOM_STATUS.match(status) or status != status.strip():
         raise InvalidStatus(
-            f"Status {status!r} is malformed: start with a letter; use letters, digits, "
-            "spaces, '_', '.' or '-'."
+            f"Status {status!r} is malformed: start with a letter; use letters, digits, spaces, '_', '.' or '-'."
         )
     for builtin in Status:
         if status.lower() == builtin.value.lower() and status != builtin.value:

@@ -35,8 +35,11 @@ def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -
         ids = [item.pk for item in batch]
         if model.message_class.queue_options.keeps_processed:
             changed = engine.update_leased(
-                model, ids, correlation_id,
-                f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, {_CLEAR_LEASE}, {_CLEAR_ERROR}",
+                model,
+                ids,
+                correlation_id,
+                f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, "
+                f"{_CLEAR_LEASE}, {_CLEAR_ERROR}",
                 [Status.PROCESSED, engine.adapt(now), engine.adapt(now)],
             )
             _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
@@ -55,9 +58,15 @@ def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime 
         "".join(traceback.format_exception(exc)),
     )
     return _fenced(
-        items, "error", f"status = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, {_CLEAR_LEASE}",
+        items,
+        "error",
+        f"status = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, {_CLEAR_LEASE}",
         lambda e: [Status.ERROR, *error, e.adapt(now)],
-        status=Status.ERROR, error_type=error[0], error_message=error[1], error_traceback=error[2], updated_at=now,
+        status=Status.ERROR,
+        error_type=error[0],
+        error_message=error[1],
+        error_traceback=error[2],
+        updated_at=now,
     )
 
 
@@ -73,9 +82,14 @@ def reschedule(
     now = now or timezone.now()
     attempts = ", attempts = 0" if reset_attempts else ""
     return _fenced(
-        items, "rescheduled", f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}{attempts}",
+        items,
+        "rescheduled",
+        f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}{attempts}",
         lambda e: [Status.SLEEPING, e.adapt(at), e.adapt(now)],
-        status=Status.SLEEPING, process_at=at, updated_at=now, **({"attempts": 0} if reset_attempts else {}),
+        status=Status.SLEEPING,
+        process_at=at,
+        updated_at=now,
+        **({"attempts": 0} if reset_attempts else {}),
     )
 
 
@@ -86,7 +100,10 @@ def renew_leases(items: Iterable[QueueItem], until: datetime, *, now: datetime |
     for model, correlation_id, batch in _leases(items):
         engine = engine_for(model.message_class.queue_options.database)
         changed = engine.update_leased(
-            model, [i.pk for i in batch], correlation_id, "lease_expires_at = %s, updated_at = %s",
+            model,
+            [i.pk for i in batch],
+            correlation_id,
+            "lease_expires_at = %s, updated_at = %s",
             [engine.adapt(until), engine.adapt(now)],
         )
         _apply(batch, changed, lease_expires_at=until, updated_at=now)
@@ -99,9 +116,12 @@ def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None 
     status = validate_settable_status(status)
     now = now or timezone.now()
     return _fenced(
-        items, f"set {status}", f"status = %s, updated_at = %s, {_CLEAR_LEASE}",
+        items,
+        f"set {status}",
+        f"status = %s, updated_at = %s, {_CLEAR_LEASE}",
         lambda e: [status, e.adapt(now)],
-        status=status, updated_at=now,
+        status=status,
+        updated_at=now,
     )
 
 
@@ -182,12 +202,21 @@ def _apply(batch: Sequence[QueueItem], changed: Sequence[int], **fields: Any) ->
             item.__dict__.update(fields)
 
 
-def _report(model: type[QueueItem], correlation_id: str, batch: Sequence[QueueItem], changed: Sequence[int], what: str) -> list[int]:
+def _report(
+    model: type[QueueItem], correlation_id: str, batch: Sequence[QueueItem], changed: Sequence[int], what: str
+) -> list[int]:
     lost = sorted({item.pk for item in batch} - set(changed))
     if lost:
         logger.warning(
             "Lease lost on %s message(s) %s of queue %s; not %s, rows left as they are.",
-            len(lost), lost, model.message_class.queue_name(), what,
-            extra={"action": "lease_lost", "queue": model.message_class.queue_name(), "nexus.correlation_id": correlation_id},
+            len(lost),
+            lost,
+            model.message_class.queue_name(),
+            what,
+            extra={
+                "action": "lease_lost",
+                "queue": model.message_class.queue_name(),
+                "nexus.correlation_id": correlation_id,
+            },
         )
     return list(changed)

@@ -19,7 +19,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         marker = item.get_closest_marker("engines")
         if marker and connection.vendor not in marker.args:
-            item.add_marker(pytest.mark.skip(reason=f"needs {' or '.join(marker.args)}, this run is {connection.vendor}"))
+            item.add_marker(
+                pytest.mark.skip(reason=f"needs {' or '.join(marker.args)}, this run is {connection.vendor}")
+            )
 
 
 @pytest.fixture
@@ -41,8 +43,12 @@ def run_python(child_env: dict[str, str]) -> Iterator[object]:
     def start(code: str, *args: str) -> subprocess.Popen[str]:
         prelude = "import django; django.setup()\n"
         proc = subprocess.Popen(
-            [sys.executable, "-c", prelude + code, *args], env=child_env, cwd=ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-c", prelude + code, *args],
+            env=child_env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         started.append(proc)
         return proc

@@ -37,7 +37,7 @@ def test_lease__concurrent_processes_share_without_overlap(run_python, tmp_path,
         time.sleep(0.01)
     go.touch()
     outputs = [proc.communicate(timeout=300) for proc in procs]
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     per_process = [json.loads(out) for out, _ in outputs]
     leased = [pk for ids in per_process for pk in ids]

@@ -7,7 +7,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from nexus_queues.examples import example_message
-
 from tests.testapp.queues import Audit, Greeting, Price, Product
 
 

@@ -38,7 +38,9 @@ def test_lease__one_correlation_id_per_call():
     assert len({i.correlation_id for i in first}) == 1
     assert first[0].correlation_id != "run-42"
     assert {i.correlation_id for i in second} == {"run-42"}
-    assert set(Greeting.model.objects.filter(pk__in=[i.pk for i in second]).values_list("correlation_id", flat=True)) == {"run-42"}
+    assert set(
+        Greeting.model.objects.filter(pk__in=[i.pk for i in second]).values_list("correlation_id", flat=True)
+    ) == {"run-42"}
 
 
 def test_lease__by_queue_name():
@@ -67,8 +69,13 @@ def test_lease__attempts_count_every_lease():
 
 @pytest.mark.parametrize(
     ("count", "lease_time", "match"),
-    [(0, timedelta(1), "count"), (-1, timedelta(1), "count"), (True, timedelta(1), "count"),
-     (1, timedelta(0), "lease_time"), (1, 30, "lease_time")],
+    [
+        (0, timedelta(1), "count"),
+        (-1, timedelta(1), "count"),
+        (True, timedelta(1), "count"),
+        (1, timedelta(0), "lease_time"),
+        (1, 30, "lease_time"),
+    ],
 )
 def test_lease__bad_arguments(count, lease_time, match):
     enqueue(GreetingFactory())

@@ -24,7 +24,10 @@ def scratch():
     yield
     for model_name in set(apps.all_models["testapp"]) - before:
         model = apps.all_models["testapp"].pop(model_name)
-        if model.message_class.queue_name() in registry and registry.get(model.message_class.queue_name()) is model.message_class:
+        if (
+            model.message_class.queue_name() in registry
+            and registry.get(model.message_class.queue_name()) is model.message_class
+        ):
             registry.unregister(model.message_class.queue_name())
     apps.clear_cache()
 

@@ -7,8 +7,16 @@ import pytest
 from django.utils import timezone
 
 from nexus_queues import (
-    Status, abandon_expired_leases, default_status, dispatch_due, enqueue, enqueue_many, lease, mark_processed,
-    set_default_status, update_status,
+    Status,
+    abandon_expired_leases,
+    default_status,
+    dispatch_due,
+    enqueue,
+    enqueue_many,
+    lease,
+    mark_processed,
+    set_default_status,
+    update_status,
 )
 from nexus_queues.exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NotRegistered
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
@@ -68,7 +76,9 @@ def test_mark_error__keeps_exception_and_traceback():
     row = Greeting.model.objects.get()
     assert row.status == Status.ERROR
     assert row.error_type == "builtins.ValueError" and row.error_message == "printer on fire"
-    assert "Traceback" in row.error_traceback and "test_mark_error__keeps_exception_and_traceback" in row.error_traceback
+    assert (
+        "Traceback" in row.error_traceback and "test_mark_error__keeps_exception_and_traceback" in row.error_traceback
+    )
     assert row.lease_expires_at is None
 
 
@@ -99,7 +109,9 @@ def test_completion__fenced_after_abandon(caplog):
         assert item.mark_error(RuntimeError("late")) is False
     row = Inventory.model.objects.get()
     assert row.status == Status.ABANDONED and row.previous_message is None and row.error_type == ""
-    assert any(r.action == "lease_lost" and item.correlation_id == getattr(r, "nexus.correlation_id") for r in caplog.records)
+    assert any(
+        r.action == "lease_lost" and item.correlation_id == getattr(r, "nexus.correlation_id") for r in caplog.records
+    )
 
 
 def test_completion__fenced_after_release_and_new_lease():
@@ -126,7 +138,10 @@ def test_update_status__by_json_property():
     enqueue(InventoryFactory(sku="A"), status="WaitingForProduct")
     enqueue(InventoryFactory(sku="B"), status="WaitingForProduct")
     assert update_status(Inventory, Status.PENDING, message__sku="A") == 1
-    assert dict(Inventory.model.objects.values_list("message_id", "status")) == {"A": "Pending", "B": "WaitingForProduct"}
+    assert dict(Inventory.model.objects.values_list("message_id", "status")) == {
+        "A": "Pending",
+        "B": "WaitingForProduct",
+    }
     assert update_status(Product, "Hold", message__prices__0__currency="SEK") == 1
     assert Product.model.objects.get(message_id="A").status == "Hold"
 

@@ -20,7 +20,9 @@ def run_demo() -> Iterator[str]:
     yield f"Enqueued {len(orders)} order confirmations and 1 scheduled an hour from now."
 
     products = [
-        ProductUpdated(sku=f"SKU-{n}", name=f"Product {n}", prices=[Price(currency="EUR", amount=Decimal(n) + Decimal("0.95"))])
+        ProductUpdated(
+            sku=f"SKU-{n}", name=f"Product {n}", prices=[Price(currency="EUR", amount=Decimal(n) + Decimal("0.95"))]
+        )
         for n in range(1, 4)
     ]
     first = enqueue_many(products)
