@@ -53,7 +53,7 @@ def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
                 )
                 continue
             present = _indexed_columns(connection.introspection.get_constraints(cursor, table))
-        column_of = {field.name: field.column for field in cls.model._meta.concrete_fields}
+        column_of = {field.name: str(field.column) for field in cls.model._meta.concrete_fields}
         for index in (*cls.model._meta.indexes, *cls.model._meta.constraints):
             columns = tuple(column_of[name] for name in index.fields)
             if columns not in present:
