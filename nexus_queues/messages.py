@@ -39,6 +39,10 @@ class QueueOptions:
     category: str = ""
     health_status_when_errors: HealthStatus = HealthStatus.UNHEALTHY
     health_check: bool = True
+    health_max_pending: int | None = None
+    """The health check turns unhealthy when more messages than this are Pending (None: no limit)."""
+    health_max_pending_age: timedelta | None = None
+    """The health check turns unhealthy when a message has waited Pending longer than this (None: no limit)."""
     database: str = "default"
     default_status: str = Status.PENDING
     name_derived: bool = False
@@ -101,6 +105,7 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
             f"{', '.join(h.value for h in HealthStatus)}."
         ) from exc
     return QueueOptions(
+        **_health_thresholds(cls, kwargs),
         queue=name, idempotent=bool(idempotent), keep_processed_for=keep, database=database,
         default_status=default_status, health_status_when_errors=health,
         category=str(kwargs.pop("category", "") or ""), health_check=bool(kwargs.pop("health_check", True)),
@@ -108,11 +113,22 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
     )
 
 
+def _health_thresholds(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
+    count = kwargs.pop("health_max_pending", None)
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ConfigurationError(f"{cls.__qualname__}: health_max_pending must be a non-negative int or None.")
+    age = kwargs.pop("health_max_pending_age", None)
+    if age is not None and (not isinstance(age, timedelta) or age <= timedelta(0)):
+        raise ConfigurationError(f"{cls.__qualname__}: health_max_pending_age must be a positive timedelta or None.")
+    return {"health_max_pending": count, "health_max_pending_age": age}
+
+
 class QueueMessage(BaseModel):
     """Base of message classes; each concrete subclass is one queue with its own table.
 
     Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``,
-    ``health_status_when_errors``, ``health_check``, ``database``, ``default_status``,
+    ``health_status_when_errors``, ``health_check``, ``health_max_pending``, ``health_max_pending_age``,
+    ``database``, ``default_status``,
     ``abstract`` (a base with shared fields, no queue).
     """
 

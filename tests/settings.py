@@ -21,6 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "health_check",  # its page template, for the per-queue health checks
     "nexus_queues",
     "tests.testapp",
 ]

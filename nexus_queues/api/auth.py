@@ -1,0 +1,48 @@
+"""Who may call the API: Django users by session (with CSRF) or HTTP Basic, with per-queue model permissions."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.contrib.auth import authenticate
+from django.http import HttpRequest
+from ninja.errors import HttpError
+from ninja.security import HttpBasicAuth, SessionAuth
+
+from ..exceptions import NotRegistered
+from ..messages import QueueMessage
+from ..registry import registry
+
+Action = Literal["view", "add", "change"]
+
+
+class BasicAuth(HttpBasicAuth):
+    """HTTP Basic against Django's authentication backends, for services."""
+
+    def authenticate(self, request: HttpRequest, username: str, password: str) -> Any:
+        """The active user with these credentials, or None."""
+        user = authenticate(request, username=username, password=password)
+        if user is not None:
+            request.user = user
+        return user
+
+
+# Basic first: a service sends no CSRF token, and the session scheme checks CSRF before anything else.
+AUTH = [BasicAuth(), SessionAuth()]
+
+
+def can(user: Any, action: Action, message_class: type[QueueMessage]) -> bool:
+    """Does ``user`` hold Django's ``<action>`` permission on the queue's model?"""
+    meta = message_class.model._meta
+    return bool(user.has_perm(f"{meta.app_label}.{action}_{meta.model_name}"))
+
+
+def queue_for(request: HttpRequest, name: str, action: Action) -> type[QueueMessage]:
+    """The queue's message class; 404 when unknown, 403 without the permission for ``action``."""
+    try:
+        message_class = registry.get(name)
+    except NotRegistered:
+        raise HttpError(404, f"No queue named {name!r}.") from None
+    if not can(request.auth, action, message_class):  # type: ignore[attr-defined]
+        raise HttpError(403, f"You do not have permission to {action} queue {name!r}.")
+    return message_class

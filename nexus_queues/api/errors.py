@@ -1,0 +1,64 @@
+"""How the API answers bad input: JSON bodies with the right 4xx and a message naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
+from pydantic import ValidationError as PydanticValidationError
+
+from ..exceptions import InvalidLookup, InvalidMessage, InvalidStatus, NexusQueuesError
+
+
+class BodyTooLarge(NexusQueuesError):
+    """The request body is larger than the API reads."""
+
+
+def field_error(loc: list[str | int], msg: str) -> ValidationError:
+    """A 422 error pointing at one field (``loc``), shaped like the API's other validation errors."""
+    return ValidationError([{"type": "value_error", "loc": loc, "msg": msg}])
+
+
+def pydantic_errors(exc: PydanticValidationError, prefix: list[str | int]) -> ValidationError:
+    """pydantic's errors as a 422 whose locations start with ``prefix`` (``["body", 0]``)."""
+    return ValidationError(
+        [{"type": e["type"], "loc": [*prefix, *e["loc"]], "msg": e["msg"]} for e in exc.errors(include_url=False)]
+    )
+
+
+def install(api: NinjaAPI) -> None:
+    """Register the handlers that turn our exceptions into JSON answers."""
+    api.add_exception_handler(HttpError, partial(_http_error, api))
+    api.add_exception_handler(RequestDataTooBig, partial(_too_large, api))
+    api.add_exception_handler(BodyTooLarge, partial(_too_large, api))
+    for exc_class in (InvalidMessage, InvalidStatus, InvalidLookup):
+        api.add_exception_handler(exc_class, partial(_unprocessable, api))
+
+
+def _http_error(api: NinjaAPI, request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # ninja wraps every body-parsing failure in a 400 without saying why: say it.
+    cause = exc.__cause__
+    if isinstance(cause, BodyTooLarge | RequestDataTooBig):
+        return _too_large(api, request, cause)
+    if isinstance(cause, json.JSONDecodeError | UnicodeDecodeError):
+        return _detail(api, request, 400, f"Malformed JSON body: {cause}")
+    return _detail(api, request, exc.status_code, str(exc))
+
+
+def _too_large(api: NinjaAPI, request: HttpRequest, exc: Exception) -> HttpResponse:
+    from .bodies import body_limit
+
+    return _detail(api, request, 413, f"Request body too large: the limit is {body_limit()} bytes.")
+
+
+def _unprocessable(api: NinjaAPI, request: HttpRequest, exc: Exception) -> HttpResponse:
+    return api.create_response(request, {"detail": [{"type": "value_error", "loc": [], "msg": str(exc)}]}, status=422)
+
+
+def _detail(api: NinjaAPI, request: HttpRequest, status: int, detail: Any) -> HttpResponse:
+    return api.create_response(request, {"detail": detail}, status=status)

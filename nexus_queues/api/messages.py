@@ -1,0 +1,104 @@
+"""Message endpoints: list and read a queue's messages, change their status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Path, Query, Router
+from ninja.errors import HttpError
+
+from ..messages import QueueMessage
+from ..status import validate_status
+from ..updates import update_status
+from . import schemas
+from .auth import queue_for
+from .errors import field_error
+from .filters import BadFilter, message_lookups
+from .queues import ERRORS
+
+router = Router(tags=["messages"])
+FIELDS = tuple(schemas.Message.model_fields)
+
+
+@router.get("/queues/{name}/messages", response={200: schemas.MessagePage, **ERRORS})
+def list_messages(
+    request: HttpRequest, name: str, status: str | None = None,
+    filter: str | None = Query(None, description='Property filters, a JSON object: {"sku": "A1", "quantity__gte": 5}.'),
+    cursor: int = Query(0, ge=0, le=schemas.MAX_ID, description="The next_cursor of the previous page."),
+    limit: int = Query(100, ge=1, le=1000),
+) -> dict[str, Any]:
+    """A page of the queue's messages in id order, optionally only those in ``status`` and matching ``filter``.
+
+    Pages follow ids, so messages enqueued meanwhile never shift them.
+    """
+    message_class = queue_for(request, name, "view")
+    if status is not None:
+        _check(["query", "status"], validate_status, status)
+    lookups = _check(["query", "filter"], lambda text: message_lookups(_json_object(text)), filter or "{}")
+    rows = _rows(message_class).filter(**lookups, id__gt=cursor)
+    if status is not None:
+        rows = rows.filter(status=status)
+    items = list(rows.order_by("id").values(*FIELDS)[: limit + 1])
+    more = len(items) > limit
+    return {"items": items[:limit], "next_cursor": items[limit - 1]["id"] if more else None}
+
+
+@router.get("/queues/{name}/messages/{id}", response={200: schemas.Message, **ERRORS})
+def get_message(request: HttpRequest, name: str, id: int = Path(..., ge=1, le=schemas.MAX_ID)) -> dict[str, Any]:
+    """One message with everything about it."""
+    return _one(queue_for(request, name, "view"), id)
+
+
+@router.post("/queues/{name}/messages/{id}/status", response={200: schemas.Message, **ERRORS})
+def set_message_status(
+    request: HttpRequest, name: str, change: schemas.NewStatus, id: int = Path(..., ge=1, le=schemas.MAX_ID)
+) -> dict[str, Any]:
+    """Give one message a new status (e.g. Pending to retry it, or a custom one to set it aside)."""
+    message_class = queue_for(request, name, "change")
+    if not update_status(message_class, change.status, pk=id):
+        raise _no_message(message_class, id)
+    return _one(message_class, id)
+
+
+@router.post("/queues/{name}/status", response={200: schemas.Changed, **ERRORS})
+def set_status(request: HttpRequest, name: str, change: schemas.StatusChange) -> dict[str, int]:
+    """Give a new status to the listed messages, or to every message matching the status and property filter."""
+    message_class = queue_for(request, name, "change")
+    if change.ids is not None:
+        return {"changed": update_status(message_class, change.status, pk__in=change.ids)}
+    lookups = _check(["body", "filter"], message_lookups, change.filter or {})
+    if change.current_status is not None:
+        lookups["status"] = change.current_status
+    return {"changed": update_status(message_class, change.status, **lookups)}
+
+
+def _rows(message_class: type[QueueMessage]) -> QuerySet[Any]:
+    return message_class.model.objects.using(message_class.queue_options.database)
+
+
+def _one(message_class: type[QueueMessage], pk: int) -> dict[str, Any]:
+    item = _rows(message_class).filter(pk=pk).values(*FIELDS).first()
+    if item is None:
+        raise _no_message(message_class, pk)
+    return item
+
+
+def _no_message(message_class: type[QueueMessage], pk: int) -> HttpError:
+    return HttpError(404, f"No message {pk} in queue {message_class.queue_name()!r}.")
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadFilter(f"The filter is not JSON: {exc}") from exc
+
+
+def _check(loc: list[str | int], parse: Any, value: Any) -> Any:
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise field_error(loc, str(exc)) from exc

@@ -1,0 +1,161 @@
+"""The shapes of the API's requests and answers (also its OpenAPI description)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from ..messages import HealthStatus
+from ..status import validate_settable_status, validate_status
+
+JsonScalar = str | int | float | bool | None
+MAX_ID = 2**63 - 1
+RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+class Error(Schema):
+    """An error: a sentence, or a list of field errors (each with ``loc`` and ``msg``)."""
+
+    detail: str | list[dict[str, Any]]
+
+
+class Health(Schema):
+    """A queue's health and why."""
+
+    status: HealthStatus
+    reasons: list[str]
+
+
+class Queue(Schema):
+    """A queue, its counts per status, its health and its run-time settings."""
+
+    name: str
+    category: str
+    has_identity: bool
+    idempotent: bool
+    counts: dict[str, int]
+    health: Health
+    default_status: str
+    processing_enabled: bool
+
+
+class EnqueueOptions(Schema):
+    """Query options of ``POST /queues/{name}``."""
+
+    at: datetime | None = None
+    delay: timedelta | None = Field(None, description="Seconds or an ISO 8601 duration, e.g. PT5M.")
+    status: str | None = None
+    start_processing: bool = False
+
+    @field_validator("status")
+    @classmethod
+    def _settable(cls, value: str | None) -> str | None:
+        return None if value is None else validate_settable_status(value)
+
+
+class Placed(Schema):
+    """One message of the request: its position in the request and its id (queues with identity)."""
+
+    index: int
+    message_id: str | None
+
+
+class Enqueued(Schema):
+    """What an enqueue did with each message of the request."""
+
+    stored: list[Placed]
+    discarded: list[Placed] = Field(description="Idempotent duplicates of what was already stored.")
+    superseded: list[Placed] = Field(description="Earlier versions of an id replaced later in the same request.")
+
+
+class Message(Schema):
+    """A stored message with everything about it."""
+
+    id: int
+    message_id: str | None
+    status: str
+    message: Any
+    previous_message: Any
+    headers: dict[str, Any]
+    process_at: datetime | None
+    expires_at: datetime | None
+    lease_expires_at: datetime | None
+    correlation_id: str | None
+    attempts: int
+    error_type: str
+    error_message: str
+    error_traceback: str
+    created_at: datetime
+    updated_at: datetime
+    processed_at: datetime | None
+
+
+class MessagePage(Schema):
+    """Messages in id order; pass ``next_cursor`` as ``cursor`` for the next page (None: no more)."""
+
+    items: list[Message]
+    next_cursor: int | None
+
+
+class _Input(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewStatus(_Input):
+    """The status to set (any but Leased and Sleeping)."""
+
+    status: str
+
+    @field_validator("status")
+    @classmethod
+    def _settable(cls, value: str) -> str:
+        return validate_settable_status(value)
+
+
+class StatusChange(NewStatus):
+    """Set ``status`` on the messages with these ``ids``, or on every message matching
+    ``current_status`` and ``filter`` (property filters, see the README)."""
+
+    ids: list[RowId] | None = Field(None, max_length=10_000)
+    current_status: str | None = None
+    filter: dict[str, JsonScalar] | None = None
+
+    @field_validator("current_status")
+    @classmethod
+    def _valid(cls, value: str | None) -> str | None:
+        return None if value is None else validate_status(value)
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> StatusChange:
+        by_match = self.current_status is not None or self.filter is not None
+        if (self.ids is None) == (not by_match):
+            raise ValueError("Give ids, or current_status and/or filter (filter {} matches every message), not both.")
+        return self
+
+
+class Changed(Schema):
+    """How many messages changed."""
+
+    changed: int
+
+
+class QueueSettings(Schema):
+    """A queue's run-time settings."""
+
+    default_status: str
+    processing_enabled: bool
+
+
+class QueueSettingsChange(_Input):
+    """The run-time settings to change; omitted ones stay as they are."""
+
+    default_status: str | None = None
+    processing_enabled: bool | None = None
+
+    @field_validator("default_status")
+    @classmethod
+    def _settable(cls, value: str | None) -> str | None:
+        return None if value is None else validate_settable_status(value)

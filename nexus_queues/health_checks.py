@@ -1,0 +1,47 @@
+"""django-health-check integration (``pip install nexus-queues[health]``): one check per queue.
+
+``QueueHealthCheckView`` is django-health-check's view plus a :class:`QueueCheck` for every queue
+with ``health_check=True``, found at request time, so new queues need no wiring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from health_check.base import HealthCheck
+from health_check.exceptions import ServiceUnavailable, ServiceWarning
+from health_check.views import HealthCheckView
+
+from .health import queue_health
+from .messages import HealthStatus
+from .registry import registry
+
+
+@dataclasses.dataclass
+class QueueCheck(HealthCheck):
+    """A queue's health: Unavailable when unhealthy, Warning when degraded."""
+
+    queue: str
+
+    def run(self) -> None:
+        """Raise what the queue's policy says; return when healthy."""
+        health = queue_health(registry.get(self.queue))
+        if health.status == HealthStatus.UNHEALTHY:
+            raise ServiceUnavailable(health.summary)
+        if health.status == HealthStatus.DEGRADED:
+            raise ServiceWarning(health.summary)
+
+
+def queue_checks() -> list[QueueCheck]:
+    """A check for every registered queue whose ``health_check`` option is on."""
+    return [QueueCheck(queue=cls.queue_name()) for cls in registry if cls.queue_options.health_check]
+
+
+class QueueHealthCheckView(HealthCheckView):
+    """django-health-check's page with the view's ``checks`` followed by one check per queue."""
+
+    def get_checks(self) -> Iterator[HealthCheck]:
+        """The configured checks, then the queues'."""
+        yield from super().get_checks()
+        yield from queue_checks()

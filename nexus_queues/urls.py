@@ -1,0 +1,18 @@
+"""URLs of nexus_queues: ``path("nexus/", include("nexus_queues.urls"))``.
+
+The HTTP API and its OpenAPI description (``openapi.json``, ``docs``), and when django-health-check
+is installed, a health page with one check per queue (``health/``).
+"""
+
+from importlib.util import find_spec
+
+from django.urls import URLPattern, URLResolver, path
+
+from .api import api
+
+urlpatterns: list[URLPattern | URLResolver] = [path("", api.urls)]
+
+if find_spec("health_check") is not None:
+    from .health_checks import QueueHealthCheckView
+
+    urlpatterns.append(path("health/", QueueHealthCheckView.as_view(checks=()), name="nexus_queues_health"))
