@@ -131,6 +131,10 @@ class Engine:
     def notify(self, queue: str, cursor: Any = None) -> None:
         """Wake listening workers of ``queue`` when this transaction commits (no-op by default)."""
 
+    def listen(self) -> Any:
+        """A new autocommit driver connection LISTENing on the wake-up channel, or None (no LISTEN)."""
+        return None
+
     # --- lease and fenced updates ----------------------------------------------------
 
     def claim(
@@ -225,6 +229,15 @@ class PostgresEngine(Engine):
                 return self.notify(queue, own)
         cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
 
+    def listen(self) -> Any:
+        import psycopg
+
+        params = self.connection.get_connection_params()
+        kept = {k: params[k] for k in ("dbname", "user", "password", "host", "port", "sslmode") if k in params}
+        listener = psycopg.connect(**kept, autocommit=True)
+        listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(settings.NOTIFY_CHANNEL)))
+        return listener
+
 
 class SQLiteEngine(Engine):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
@@ -247,7 +260,8 @@ class MySQLEngine(Engine):
             update = ", ".join([*sets, "message_hash = VALUES(message_hash)"])
             for chunk in _chunks(rows, 1000):
                 values, params = self._values(model, chunk)
-                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}", params)
+                sql = f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}"
+                cursor.execute(sql, params)
         return {row[0] for row in rows} - unchanged
 
     def claim(

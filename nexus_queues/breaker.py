@@ -1,0 +1,73 @@
+"""Circuit breakers: how the worker and dispatch loops ride out a failing database without busy-looping."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+logger = logging.getLogger("nexus_queues.breaker")
+
+FIRST_BACKOFF = 0.1
+
+
+class CircuitBreaker:
+    """Watches one kind of operation. Each failure asks for a growing pause; once the operation has
+    kept failing for ``trigger_after`` the breaker triggers (logged as an error) and pauses are the longest."""
+
+    def __init__(
+        self, name: str, trigger_after: timedelta, max_backoff: timedelta,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.trigger_after = trigger_after.total_seconds()
+        self.max_backoff = max_backoff.total_seconds()
+        self.clock = clock
+        self.failures = 0
+        self.failing_since: float | None = None
+        self.triggered = False
+
+    def success(self) -> None:
+        """The operation worked: close the breaker."""
+        if self.failures:
+            logger.info("%s recovered after %s failure(s).", self.name, self.failures, extra={"action": "recovered"})
+        self.failures, self.failing_since, self.triggered = 0, None, False
+
+    def failure(self, exc: BaseException) -> float:
+        """Record a failure; return the seconds to pause before trying again."""
+        now = self.clock()
+        if self.failing_since is None:
+            self.failing_since = now
+        self.failures += 1
+        if not self.triggered and now - self.failing_since >= self.trigger_after:
+            self.triggered = True
+            logger.error(
+                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since, exc,
+                extra={"action": "breaker_triggered"},
+            )
+        else:
+            logger.warning(
+                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, exc, extra={"action": "retry"}
+            )
+        if self.triggered:
+            return self.max_backoff
+        return min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+
+
+class RateLimit:
+    """At most ``per_second`` events per second; :meth:`hit` says how long to pause before the next."""
+
+    def __init__(self, per_second: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second = max(1, per_second)
+        self.clock = clock
+        self.window = -1.0
+        self.count = 0
+
+    def hit(self) -> float:
+        """Count one event; seconds to pause so the rate stays within the limit (0 when it does)."""
+        now = self.clock()
+        if now - self.window >= 1.0:
+            self.window, self.count = now, 0
+        self.count += 1
+        return max(0.0, self.window + 1.0 - now) if self.count > self.per_second else 0.0

@@ -1,0 +1,130 @@
+"""Queue jobs: the code that processes a queue's messages, found in each installed app's ``jobs`` module."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
+from .leasing import DEFAULT_LEASE_TIME
+from .messages import QueueMessage
+
+if TYPE_CHECKING:
+    from .models import QueueItem
+
+Outcome = datetime | BaseException | None
+"""What processing one message came to: done (None), run again at a time, or failed."""
+
+_previous: contextvars.ContextVar[QueueMessage | None] = contextvars.ContextVar("nexus_previous", default=None)
+correlation_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("nexus_correlation_id", default=None)
+"""The correlation id of the job run this code is part of (None outside a run)."""
+
+
+def previous_message() -> QueueMessage | None:
+    """The last processed version of the message being processed; None outside a job or when there is none."""
+    return _previous.get()
+
+
+class QueueJob:
+    """Processes one queue's messages. Subclass it in an app's ``jobs`` module:
+
+    ``message_class`` names the queue; override :meth:`process` (one message, may return a time to
+    run it again) or :meth:`process_batch` (every item leased in a round).
+    """
+
+    message_class: ClassVar[type[QueueMessage]]
+    batch_size: ClassVar[int] = 100
+    """Messages leased per round."""
+    lease_time: ClassVar[timedelta] = DEFAULT_LEASE_TIME
+    """How long a crashed worker's messages stay Leased before they become Abandoned."""
+    max_attempts: ClassVar[int] = 1
+    """Runs of a failing message before it is set to Error (1 = no retry)."""
+    backoff: ClassVar[timedelta] = timedelta(seconds=30)
+    """Wait before the first retry; doubled for each later one."""
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not abstract:
+            _validate(cls)
+            jobs.register(cls)
+
+    @classmethod
+    def name(cls) -> str:
+        """The job's dotted path, as recorded on its runs."""
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+    def process(self, message: Any) -> datetime | None:
+        """Process one message; return a time to process it again then, or None when it is done."""
+        raise NotImplementedError(f"{self.name()} must implement process(message) or process_batch(items).")
+
+    def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome] | None:
+        """Process every item of a round; map an item's pk to a time or exception, missing pks are done.
+
+        By default calls :meth:`process` per item, with :func:`previous_message` set.
+        """
+        return {item.pk: self.run_one(item) for item in items}
+
+    def run_one(self, item: QueueItem) -> Outcome:
+        """Process one leased item with its previous version in context; an exception becomes its outcome."""
+        token = _previous.set(item.previous_message)
+        try:
+            return self.process(item.message)
+        except Exception as exc:
+            return exc
+        finally:
+            _previous.reset(token)
+
+    def retry_at(self, item: QueueItem, now: datetime) -> datetime | None:
+        """When to try a failed item again, or None when its attempts are used up."""
+        if item.attempts >= self.max_attempts:
+            return None
+        return now + self.backoff * 2 ** max(0, item.attempts - 1)
+
+
+def _validate(cls: type[QueueJob]) -> None:
+    message_class = getattr(cls, "message_class", None)
+    is_queue = isinstance(message_class, type) and issubclass(message_class, QueueMessage)
+    if not (is_queue and hasattr(message_class, "model")):
+        raise ConfigurationError(f"{cls.__qualname__}.message_class must be a queue's message class.")
+    if not isinstance(cls.batch_size, int) or cls.batch_size < 1:
+        raise ConfigurationError(f"{cls.__qualname__}.batch_size must be a positive integer.")
+    if not isinstance(cls.max_attempts, int) or cls.max_attempts < 1:
+        raise ConfigurationError(f"{cls.__qualname__}.max_attempts must be a positive integer.")
+    for name in ("lease_time", "backoff"):
+        value = getattr(cls, name)
+        if not isinstance(value, timedelta) or value <= timedelta(0):
+            raise ConfigurationError(f"{cls.__qualname__}.{name} must be a positive timedelta.")
+
+
+class JobRegistry:
+    """Every queue job known to this process, one per queue."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, type[QueueJob]] = {}
+
+    def register(self, job: type[QueueJob]) -> None:
+        """Add a job; a second job for the same queue raises :class:`AlreadyRegistered`."""
+        queue = job.message_class.queue_name()
+        known = self._jobs.get(queue)
+        if known is not None and known.name() != job.name():
+            raise AlreadyRegistered(f"Queue {queue!r} has two jobs: {known.name()} and {job.name()}. Keep one.")
+        self._jobs[queue] = job
+
+    def get(self, queue: str) -> type[QueueJob]:
+        """The job of ``queue``, or :class:`NotRegistered`."""
+        try:
+            return self._jobs[queue]
+        except KeyError:
+            known = ", ".join(sorted(self._jobs)) or "none"
+            raise NotRegistered(f"No job processes queue {queue!r}. Queues with jobs: {known}.") from None
+
+    def __iter__(self) -> Iterator[type[QueueJob]]:
+        return iter(sorted(self._jobs.values(), key=lambda j: j.message_class.queue_name()))
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+jobs = JobRegistry()

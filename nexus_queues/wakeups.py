@@ -1,0 +1,90 @@
+"""Waking idle loops: PostgreSQL LISTEN/NOTIFY where the engine has it, a local nudge everywhere."""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+from collections.abc import Iterable
+from typing import Any
+
+from .engines import engine_for
+
+logger = logging.getLogger("nexus_queues.wakeups")
+
+ANY = "*"
+"""Returned by :meth:`Wakeups.wait` for a local nudge, which names no queue."""
+
+
+class Wakeups:
+    """Sleeps until a queue is notified, :meth:`nudge` is called (e.g. by a signal handler), or a timeout.
+
+    With ``listen`` on, one dedicated connection per database alias LISTENs (PostgreSQL only); a lost
+    listener is reopened on a later wait, and polling (the timeout) stays the fallback meanwhile.
+    """
+
+    def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
+        self._aliases = [a for a in dict.fromkeys(aliases) if listen and engine_for(a).has_notify]
+        self._listeners: dict[str, Any] = {}
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    @property
+    def listening(self) -> bool:
+        """Is at least one LISTEN connection open?"""
+        return bool(self._listeners)
+
+    def connect(self) -> None:
+        """Open the LISTEN connections not open yet; failures are logged and retried on a later wait."""
+        for alias in self._aliases:
+            if alias not in self._listeners:
+                try:
+                    self._listeners[alias] = engine_for(alias).listen()
+                except Exception as exc:  # the driver's own errors, e.g. the server is down
+                    logger.warning(
+                        "Cannot LISTEN on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}
+                    )
+
+    def nudge(self) -> None:
+        """Wake the waiting loop now (safe from a signal handler or another thread)."""
+        try:
+            os.write(self._write, b"!")
+        except BlockingIOError:
+            pass
+
+    def wait(self, timeout: float) -> set[str]:
+        """Queue names notified within ``timeout`` seconds, ``{ANY}`` for a nudge, empty when it timed out."""
+        self.connect()
+        by_fd = {conn.fileno(): alias for alias, conn in self._listeners.items()}
+        ready, _, _ = select.select([self._read, *by_fd], [], [], max(0.0, timeout))
+        woken = self._drain_pipe() if self._read in ready else set()
+        for alias in self._listeners.copy():
+            woken |= self._drain(alias)
+        return woken
+
+    def close(self) -> None:
+        """Close the LISTEN connections and the nudge pipe."""
+        for conn in self._listeners.values():
+            conn.close()
+        self._listeners.clear()
+        os.close(self._read)
+        os.close(self._write)
+
+    def _drain_pipe(self) -> set[str]:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except BlockingIOError:
+            pass
+        return {ANY}
+
+    def _drain(self, alias: str) -> set[str]:
+        conn = self._listeners[alias]
+        try:
+            return {notice.payload for notice in conn.notifies(timeout=0)}
+        except Exception as exc:  # the driver's own errors: the server went away
+            logger.warning("LISTEN connection to %s lost (%s); reopening.", alias, exc, extra={"action": "listen"})
+            del self._listeners[alias]
+            conn.close()
+            return {ANY}

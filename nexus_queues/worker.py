@@ -1,0 +1,179 @@
+"""The worker loop: peek, run jobs over leased batches, sleep until a wake-up or the peek delay."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import timedelta
+
+from django.db import DatabaseError, connections
+
+from .breaker import CircuitBreaker
+from .conf import settings
+from .dispatch import Dispatcher
+from .heartbeat import Heartbeat
+from .housekeeping import tidy
+from .jobs import QueueJob, jobs
+from .models import QueueSettings
+from .runs import run_job
+from .wakeups import Wakeups
+
+logger = logging.getLogger("nexus_queues.worker")
+
+PEEK_DELAY_RANGE = (timedelta(milliseconds=100), timedelta(seconds=10))
+
+
+def check_peek_delay(delay: timedelta) -> None:
+    """Warn when the peek delay is outside the recommended 100 ms to 10 s."""
+    low, high = PEEK_DELAY_RANGE
+    if delay < low:
+        logger.warning("Peek delay %s is under 100 ms: idle workers will load the database.", delay)
+    elif delay > high:
+        logger.warning("Peek delay %s is over 10 s: messages may back up while workers sleep.", delay)
+
+
+class Worker:
+    """Runs queue jobs until stopped (or, in burst mode, until nothing is Pending)."""
+
+    def __init__(
+        self,
+        *,
+        job_classes: Sequence[type[QueueJob]] | None = None,
+        concurrency: int | None = None,
+        burst: bool = False,
+        peek_delay: timedelta | None = None,
+        max_peek: int | None = None,
+        listen: bool | None = None,
+        dispatcher: Dispatcher | None = None,
+    ) -> None:
+        self.job_classes = list(jobs if job_classes is None else job_classes)
+        self.concurrency = concurrency or settings.WORKER_CONCURRENCY
+        self.burst = burst
+        self.peek_delay = peek_delay if peek_delay is not None else settings.WORKER_PEEK_DELAY
+        self.max_peek = max_peek or settings.WORKER_MAX_PEEK
+        self.dispatcher = dispatcher
+        aliases = [j.message_class.queue_options.database for j in self.job_classes] or ["default"]
+        self.wakeups = Wakeups(aliases, listen=settings.WORKER_LISTEN if listen is None else listen)
+        self.breaker = CircuitBreaker(
+            "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+        )
+        self.heartbeat = Heartbeat()
+        self.stopping = False
+        self._next_tidy = 0.0
+        check_peek_delay(self.peek_delay)
+
+    def stop(self) -> None:
+        """Stop leasing; the messages in hand are finished first."""
+        self.stopping = True
+        self.wakeups.nudge()
+
+    def run(self) -> None:
+        """Loop until :meth:`stop` (or, with ``burst``, until the queues are drained)."""
+        queues = ", ".join(j.message_class.queue_name() for j in self.job_classes) or "no jobs"
+        logger.info("Worker started: %s.", queues, extra={"action": "started"})
+        if self.dispatcher is not None:
+            self.dispatcher.store.setup()
+        self.heartbeat.start()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job") if self.concurrency > 1 else None
+        try:
+            while not self.stopping:
+                pause = self._cycle(pool)
+                if pause is None:
+                    break
+                if pause > 0:
+                    self.wakeups.wait(pause)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+            self.heartbeat.stop()
+            self.wakeups.close()
+            connections.close_all()
+        logger.info("Worker stopped.", extra={"action": "stopped"})
+
+    def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
+        """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done."""
+        try:
+            pause = self._housekeeping_and_dispatch()
+            worked = False
+            for job in self._enabled_jobs():
+                worked |= self._drain(job, pool)
+            self.breaker.success()
+        except DatabaseError as exc:
+            connections.close_all()
+            return self.breaker.failure(exc)
+        if worked:
+            return 0
+        if self.burst:
+            return None
+        return min(pause, self.peek_delay.total_seconds())
+
+    def _housekeeping_and_dispatch(self) -> float:
+        now = time.monotonic()
+        if now >= self._next_tidy:
+            counts = tidy()
+            self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
+            _log_tidy(counts)
+        return self.dispatcher.step() if self.dispatcher is not None else math.inf
+
+    def _enabled_jobs(self) -> list[type[QueueJob]]:
+        names = {j.message_class.queue_name() for j in self.job_classes}
+        off = {
+            s.queue for alias in {j.message_class.queue_options.database for j in self.job_classes}
+            for s in QueueSettings.objects.using(alias).filter(queue__in=names, processing_enabled=False).only("queue")
+        }
+        return [j for j in self.job_classes if j.message_class.queue_name() not in off]
+
+    def _peek(self, job: type[QueueJob]) -> int:
+        options = job.message_class.queue_options
+        return job.message_class.model.objects.using(options.database).pending()[: self.max_peek].count()
+
+    def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
+        """Lease rounds for the peeked messages, at most ``concurrency`` at once; True if any were leased."""
+        rounds = math.ceil(self._peek(job) / job.batch_size)
+        if pool is None:
+            leased = 0
+            for _ in range(rounds):
+                if self.stopping:
+                    break
+                got = run_job(job, self.heartbeat)
+                leased += got
+                if got < job.batch_size:
+                    break
+            return leased > 0
+        return self._drain_concurrently(job, pool, rounds)
+
+    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, rounds: int) -> bool:
+        running: set[Future[int]] = set()
+        leased = 0
+        starved = False
+        try:
+            while (rounds and not self.stopping and not starved) or running:
+                while rounds and not self.stopping and not starved and len(running) < self.concurrency:
+                    running.add(pool.submit(_in_thread, job, self.heartbeat))
+                    rounds -= 1
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    got = future.result()
+                    leased += got
+                    starved |= got < job.batch_size
+        finally:
+            wait(running)  # never leave a round unacknowledged behind a failure
+        return leased > 0
+
+
+def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+    try:
+        return run_job(job, heartbeat)
+    except DatabaseError:
+        connections.close_all()
+        raise
+
+
+def _log_tidy(counts: dict[str, dict[str, int]]) -> None:
+    for chore, per_queue in counts.items():
+        for queue, count in per_queue.items():
+            if count:
+                logger.info("%s %s message(s) of %s.", chore.capitalize(), count, queue, extra={"action": chore})

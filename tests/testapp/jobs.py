@@ -1,0 +1,101 @@
+"""Queue jobs the worker tests run. They report to the file named by ``NEXUS_TEST_OUT``
+and are steered by their messages (a greeting named ``fail`` raises, ``block`` waits for a gate)."""
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.utils import timezone
+
+from nexus_queues import QueueJob, previous_message
+from nexus_queues.jobs import Outcome, correlation_id
+from nexus_queues.models import QueueItem
+
+from .more_queues import Ping
+from .queues import Greeting, Inventory, Product
+
+GATE_TIMEOUT = 120
+
+
+def report(*words: object) -> None:
+    """Append one line (words, pid, correlation id) to the test's report file, if any."""
+    out = os.environ.get("NEXUS_TEST_OUT")
+    if out:
+        with open(out, "a") as f:
+            f.write(" ".join(str(w) for w in (*words, os.getpid(), correlation_id.get())) + "\n")
+
+
+def reported(word: str) -> int:
+    """How many report lines start with ``word``."""
+    out = os.environ.get("NEXUS_TEST_OUT")
+    if not out or not Path(out).exists():
+        return 0
+    return sum(1 for line in Path(out).read_text().splitlines() if line.split(" ", 1)[0] == word)
+
+
+def wait_for_gate() -> None:
+    """Block until the file named by ``NEXUS_TEST_GATE`` exists."""
+    gate = Path(os.environ["NEXUS_TEST_GATE"])
+    deadline = time.monotonic() + GATE_TIMEOUT
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+class GreetingJob(QueueJob):
+    """``fail`` raises; ``block`` reports ``started`` and waits for the gate; ``later`` runs twice, 1 s apart."""
+
+    message_class = Greeting
+    batch_size = 10
+
+    def process(self, message: Greeting) -> datetime | None:
+        if message.name == "block":
+            report("started", message.times)
+            wait_for_gate()
+        if message.name == "fail":
+            raise ValueError(f"cannot greet {message.times}")
+        report(message.name, message.times)
+        if message.name == "later" and reported("later") == 1:
+            return timezone.now() + timedelta(seconds=1)
+        return None
+
+
+class ProductJob(QueueJob):
+    """Reports each product with the name of its previous processed version."""
+
+    message_class = Product
+
+    def process(self, message: Product) -> None:
+        previous = previous_message()
+        report("product", message.sku, message.name, previous.name if previous else None)
+
+
+class PingJob(QueueJob):
+    """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice."""
+
+    message_class = Ping
+    batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
+    max_attempts = 3
+    backoff = timedelta(milliseconds=200)
+
+    def process(self, message: Ping) -> None:
+        if message.n < 0:
+            report("ping-failed", message.n)
+            raise RuntimeError(f"ping {message.n} failed")
+        if os.environ.get("NEXUS_TEST_OUT"):
+            report("ping", message.n)
+
+
+class InventoryJob(QueueJob):
+    """The batch form: a negative quantity fails that item only."""
+
+    message_class = Inventory
+    lease_time = timedelta(seconds=3)
+
+    def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
+        report("inventory-batch", len(items))
+        if any(item.message.sku == "slow" for item in items):
+            report("started", "slow")
+            wait_for_gate()
+        return {item.pk: ValueError("negative stock") for item in items if item.message.quantity < 0}
