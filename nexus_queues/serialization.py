@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+import msgspec
 from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import BaseModel
+
+_canonical = msgspec.json.Encoder(order="sorted")
 
 
 def canonical_json(data: Any) -> str:
     """JSON text with sorted keys and no spaces, so equal data gives equal text."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json", by_alias=True)
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return _canonical.encode(data).decode()
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise TypeError(f"not JSON-serializable: {exc}") from exc
 
 
 def json_hash(text: str) -> str:
