@@ -4,6 +4,7 @@ and the runtime settings each queue keeps in the database."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -165,6 +166,9 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
             "Define message classes in an installed app (its queues module)."
         )
     options = message_class.queue_options
+    if app_config.models_module is None:
+        # Django only makes content types and permissions (post_migrate) for apps with a models module.
+        app_config.models_module = sys.modules[module]
     table = f"nexus_{options.queue}"
     meta_attrs: dict[str, Any] = {
         "app_label": app_config.label,
