@@ -28,7 +28,7 @@ def register_queues(site: admin.AdminSite) -> None:
     group_index_by_category(site)
 
 
-def autoregister() -> None:
-    """Register the queues on Django's default admin site, unless ``NEXUS_QUEUES["ADMIN"]`` is False."""
+def autoregister(site: admin.AdminSite | None = None) -> None:
+    """Register the queues on ``site`` (Django's default one), unless ``NEXUS_QUEUES["ADMIN"]`` is False."""
     if settings.ADMIN:
-        register_queues(admin.site)
+        register_queues(site or admin.site)

@@ -138,9 +138,10 @@ class QueueItemAdmin(admin.ModelAdmin):
     def get_paginator(self, request: HttpRequest, queryset: QuerySet, per_page: int, orphans: int = 0,
                       allow_empty_first_page: bool = True) -> LimitedCountPaginator:
         page = request.GET.get(PAGE_VAR, "1")
-        wanted = int(page) * per_page if page.isdigit() else 0
+        # Count one row past the requested page, so that page and its "next" link exist.
+        past_page = int(page) * per_page + 1 if page.isdigit() else 0
         return LimitedCountPaginator(queryset, per_page, orphans, allow_empty_first_page,
-                                     count_limit=max(self.count_limit, wanted))
+                                     count_limit=max(self.count_limit, past_page))
 
     def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
         """Write only what the operator changed, so a worker's concurrent changes survive."""
