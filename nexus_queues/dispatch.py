@@ -96,6 +96,9 @@ class QueueTableStore(DelayedMessageStore):
     def store(self, message: QueueMessage, at: datetime) -> None:
         enqueue(message, at=at)
 
+    def dispatch(self, delayed: DelayedMessage) -> None:
+        """Nothing to send: the row is in its queue's table already, and :meth:`remove` makes it Pending."""
+
     def fetch_next_due(self, at: datetime, limit: int) -> list[DelayedMessage]:
         found = []
         for message_class in registry:
@@ -198,6 +201,8 @@ class Dispatcher:
                     failed.append((delayed, exc))
         for delayed, error in failed:
             self._failed(delayed, error)
+        if moved:
+            logger.info("Dispatched %s due message(s).", moved, extra={"action": "dispatched"})
         return moved
 
     def _failed(self, delayed: DelayedMessage, exc: BaseException) -> None:
@@ -233,6 +238,7 @@ class DispatchLoop:
     def run(self) -> None:
         """Loop until :meth:`stop` (or, with ``burst``, until nothing more is due now)."""
         self.dispatcher.store.setup()
+        self.wakeups.connect()
         logger.info("Dispatch loop started.", extra={"action": "started"})
         try:
             while not self.stopping:

@@ -41,6 +41,7 @@ class Wakeups:
             if alias not in self._listeners:
                 try:
                     self._listeners[alias] = engine_for(alias).listen()
+                    logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
                 except Exception as exc:  # the driver's own errors, e.g. the server is down
                     logger.warning(
                         "Cannot LISTEN on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}

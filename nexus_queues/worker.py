@@ -76,6 +76,7 @@ class Worker:
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
         if self.dispatcher is not None:
             self.dispatcher.store.setup()
+        self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         self.heartbeat.start()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job") if self.concurrency > 1 else None
         try:

@@ -72,7 +72,8 @@ class ProductJob(QueueJob):
 
 
 class PingJob(QueueJob):
-    """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice."""
+    """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice.
+    ``NEXUS_TEST_BATCH`` sets the batch size, ``NEXUS_TEST_PING_SLEEP`` slows reported pings down."""
 
     message_class = Ping
     batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
@@ -84,6 +85,7 @@ class PingJob(QueueJob):
             report("ping-failed", message.n)
             raise RuntimeError(f"ping {message.n} failed")
         if os.environ.get("NEXUS_TEST_OUT"):
+            time.sleep(float(os.environ.get("NEXUS_TEST_PING_SLEEP", "0")))
             report("ping", message.n)
 
 
