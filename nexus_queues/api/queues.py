@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Count
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Query, Router, Status
 from pydantic import ValidationError as PydanticValidationError
 
 from ..enqueueing import EnqueueResult, enqueue, enqueue_many
@@ -14,7 +14,7 @@ from ..health import queue_health
 from ..messages import QueueMessage, message_id_of
 from ..models import QueueSettings as QueueSettingsRow
 from ..registry import registry
-from ..status import Status
+from ..status import Status as MessageStatus
 from ..updates import default_status, set_default_status
 from . import schemas
 from .auth import can, queue_for
@@ -43,7 +43,7 @@ def get_queue(request: HttpRequest, name: str) -> dict[str, Any]:
 )
 def enqueue_messages(
     request: HttpRequest, name: str, options: Query[schemas.EnqueueOptions]
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     """Enqueue one message (a JSON object) or many (a JSON array, stored as one batch).
 
     Scheduled with ``at`` or ``delay`` (Sleeping until then), or put in ``status``; nothing is
@@ -54,10 +54,10 @@ def enqueue_messages(
     kwargs = options.model_dump()
     if isinstance(data, list):
         messages = [_validate(message_class, item, ["body", i]) for i, item in enumerate(data)]
-        return 201, _placed(messages, enqueue_many(messages, **kwargs))
+        return Status(201, _placed(messages, enqueue_many(messages, **kwargs)))
     if isinstance(data, dict):
         message = _validate(message_class, data, ["body"])
-        return 201, _placed([message], enqueue(message, **kwargs))
+        return Status(201, _placed([message], enqueue(message, **kwargs)))
     raise field_error(["body"], "The body must be a JSON object (one message) or an array (many).")
 
 
@@ -103,7 +103,7 @@ def _placed(messages: list[QueueMessage], result: EnqueueResult) -> dict[str, An
 def _queue(message_class: type[QueueMessage]) -> dict[str, Any]:
     options = message_class.queue_options
     rows = message_class.model.objects.using(options.database)
-    counts = {status.value: 0 for status in Status}
+    counts = {status.value: 0 for status in MessageStatus}
     counts.update(rows.order_by().values_list("status").annotate(n=Count("id")))
     health = queue_health(message_class)
     return {

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from ..messages import HealthStatus
 from ..status import validate_settable_status, validate_status
@@ -14,6 +14,17 @@ from ..status import validate_settable_status, validate_status
 JsonScalar = str | int | float | bool | None
 MAX_ID = 2**63 - 1
 RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+def _seconds(value: Any) -> Any:
+    # Query strings arrive as text; pydantic reads "300" as a malformed ISO duration, not seconds.
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+Delay = Annotated[timedelta, BeforeValidator(_seconds)]
 
 
 class Error(Schema):
@@ -46,7 +57,7 @@ class EnqueueOptions(Schema):
     """Query options of ``POST /queues/{name}``."""
 
     at: datetime | None = None
-    delay: timedelta | None = Field(None, description="Seconds or an ISO 8601 duration, e.g. PT5M.")
+    delay: Delay | None = Field(None, description="Seconds or an ISO 8601 duration, e.g. PT5M.")
     status: str | None = None
     start_processing: bool = False
 
