@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+from django.db import DatabaseError, connections
 from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 from health_check.views import HealthCheckView
@@ -26,7 +27,17 @@ class QueueCheck(HealthCheck):
 
     def run(self) -> None:
         """Raise what the queue's policy says; return when healthy."""
-        health = queue_health(registry.get(self.queue))
+        message_class = registry.get(self.queue)
+        connection = connections[message_class.queue_options.database]
+        opened_here = connection.connection is None
+        try:
+            health = queue_health(message_class)
+        except DatabaseError as exc:
+            raise ServiceUnavailable(f"Cannot read the queue table ({type(exc).__name__}).") from exc
+        finally:
+            # Checks run in executor threads: close what this thread opened, as health_check's Database check does.
+            if opened_here:
+                connection.close()
         if health.status == HealthStatus.UNHEALTHY:
             raise ServiceUnavailable(health.summary)
         if health.status == HealthStatus.DEGRADED:
