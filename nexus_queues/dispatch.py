@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -138,6 +138,8 @@ class QueueTableStore(DelayedMessageStore):
     def transaction(self) -> Iterator[None]:
         aliases = sorted({c.queue_options.database for c in registry}) or ["default"]
         with _atomic_all(aliases):
+            for alias in aliases:
+                engine_for(alias).take_write_lock()
             yield
 
 
@@ -197,6 +199,8 @@ class Dispatcher:
                         self.store.dispatch(delayed)
                         moved += self.store.remove(delayed)
                     self.dispatch_breaker.success()
+                except DatabaseError:
+                    raise  # the database, not the message: the whole step fails and backs off
                 except Exception as exc:
                     failed.append((delayed, exc))
         for delayed, error in failed:

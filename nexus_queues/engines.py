@@ -135,6 +135,12 @@ class Engine:
         """A new autocommit driver connection LISTENing on the wake-up channel, or None (no LISTEN)."""
         return None
 
+    def take_write_lock(self) -> None:
+        """Make the open transaction take the engine's write lock now, before it reads rows it will change.
+
+        Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
+        """
+
     # --- lease and fenced updates ----------------------------------------------------
 
     def claim(
@@ -192,6 +198,14 @@ class Engine:
         marks = ", ".join(["%s"] * len(ids))
         return f"id IN ({marks}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
 
+    def message_search_index_sql(self, table: str, name: str) -> list[str]:
+        """Statements creating an index for the admin's text search in messages; [] where the engine has none."""
+        return []
+
+    def drop_message_search_index_sql(self, table: str, name: str) -> list[str]:
+        """Statements dropping that index."""
+        return []
+
 
 class PostgresEngine(Engine):
     """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
@@ -214,6 +228,17 @@ class PostgresEngine(Engine):
         sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
         with self.connection.cursor() as cursor:
             self._written(cursor, sql, params, model, notify)
+
+    def message_search_index_sql(self, table: str, name: str) -> list[str]:
+        # A trigram index on exactly the expression Django's JSON icontains searches.
+        return [
+            "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+            f"CREATE INDEX IF NOT EXISTS {self.quote(name)} ON {self.quote(table)} "
+            "USING gin ((UPPER(message::text)) gin_trgm_ops)",
+        ]
+
+    def drop_message_search_index_sql(self, table: str, name: str) -> list[str]:
+        return [f"DROP INDEX IF EXISTS {self.quote(name)}"]
 
     def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
         # One round trip: the NOTIFY rides in the same statement (PostgreSQL folds repeats).
@@ -241,6 +266,12 @@ class PostgresEngine(Engine):
 
 class SQLiteEngine(Engine):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
+
+    def take_write_lock(self) -> None:
+        # A deferred transaction that reads first deadlocks with another reader when both upgrade
+        # to write ("database is locked" at once); a write that matches nothing takes the lock now.
+        with self.connection.cursor() as cursor:
+            cursor.execute("UPDATE nexus_queue_settings SET queue = queue WHERE 1 = 0")
 
 
 class MySQLEngine(Engine):
