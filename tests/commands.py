@@ -46,14 +46,16 @@ def wait_until(condition: Callable[[], object], what: str, command: Command | No
         time.sleep(0.02)
 
 
-@pytest.fixture
-def files(tmp_path: Path) -> dict[str, Path]:
+@pytest.fixture(name="files")
+def files_fixture(tmp_path: Path) -> dict[str, Path]:
     """The report file the test jobs write and the gate file that releases blocked jobs."""
     return {"out": tmp_path / "out.txt", "gate": tmp_path / "gate"}
 
 
-@pytest.fixture
-def manage(child_env: dict[str, str], files: dict[str, Path], tmp_path: Path) -> Iterator[Callable[..., Command]]:
+@pytest.fixture(name="manage")
+def manage_fixture(
+    child_env: dict[str, str], files: dict[str, Path], tmp_path: Path
+) -> Iterator[Callable[..., Command]]:
     """Start ``python -m django <args>`` on the test database; killed at the end if still running."""
     started: list[Command] = []
     env = {**child_env, "NEXUS_TEST_OUT": str(files["out"]), "NEXUS_TEST_GATE": str(files["gate"])}

@@ -11,7 +11,7 @@ from django.utils import timezone
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.dispatch import DelayedMessage, DelayedMessageStore, Dispatcher, QueueTableStore, load_store
 from nexus_queues.exceptions import ConfigurationError
-from tests.commands import files, manage, wait_until  # noqa: F401 - fixtures
+from tests.commands import files_fixture, manage_fixture, wait_until  # noqa: F401 - fixtures
 from tests.factories import GreetingFactory
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting
