@@ -21,12 +21,15 @@ class QueuesAPI(NinjaAPI):
     """ninja's API whose OpenAPI description also holds every queue's message schema."""
 
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
-        """ninja's description plus the message schemas as the body of ``POST /queues/{name}``."""
+        """ninja's description plus the queue names and their message schemas (the body of ``POST /queues/{name}``)."""
         schema = super().get_openapi_schema(*args, **kwargs)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         bodies = [_message_schema(cls, components) for cls in registry]
-        for path in schema["paths"].values():
-            operation = path.get("post", {})
+        names = [cls.queue_name() for cls in registry]
+        for operation in (op for path in schema["paths"].values() for op in path.values()):
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] == "name" and names:
+                    parameter["schema"]["enum"] = names
             if operation.get("operationId") == "enqueue" and bodies:
                 one_or_many = [{"oneOf": [body, {"type": "array", "items": body}]} for body in bodies]
                 operation["requestBody"]["content"]["application/json"]["schema"] = {"anyOf": one_or_many}
