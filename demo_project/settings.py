@@ -22,6 +22,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "health_check",
+    "ninja",  # serves the API docs' Swagger UI from static files, not a CDN
     "nexus_queues",
     "demo_project.shop",
 ]
