@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -136,6 +137,16 @@ def test_changelist__search_by_message_id_and_json_text(admin_client: Client) ->
     assert list(nothing) == []
 
 
+@pytest.mark.engines("postgresql")
+def test_add_message_search_index__trigram_index_on_postgresql() -> None:
+    """The migration operation creates the trigram index the JSON text search uses."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+                       ["nexus_greetings", "%gin%"])
+        (definition,) = cursor.fetchone()
+    assert "gin_trgm_ops" in definition and "upper((message)::text)" in definition
+
+
 def test_changelist__count_stops_at_limit(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above the count limit the page says "N+" rather than counting the whole table."""
     monkeypatch.setattr(QueueItemAdmin, "count_limit", 3)
@@ -155,6 +166,13 @@ def test_changelist__later_pages_reachable_past_limit(admin_client: Client, monk
     response = admin_client.get(GREETINGS, {"p": "3"})
     assert [r.id for r in response.context["cl"].result_list] == ids[4:6]
     assert 'rel="next"' in response.content.decode()
+
+
+def test_changelist__page_past_the_end(admin_client: Client) -> None:
+    """A page past the last row goes back to the list with Django's error flag, as in any admin."""
+    greetings(2)
+    response = admin_client.get(GREETINGS, {"p": "5"})
+    assert response.status_code == 302 and response["Location"].endswith("?e=1")
 
 
 def test_set_pending__retries_selected(admin_client: Client) -> None:
@@ -260,7 +278,9 @@ def test_change_view__valid_edit_saved(admin_client: Client) -> None:
     ('{"sku": "SKU-E", ', "Enter a valid JSON."),
     ({"sku": "SKU-OTHER", "name": "x"}, "The message id is this row&#x27;s identity"),
 ])
-def test_change_view__invalid_edit_shows_error_changes_nothing(admin_client: Client, message: object, error: str) -> None:
+def test_change_view__invalid_edit_shows_error_changes_nothing(
+    admin_client: Client, message: object, error: str
+) -> None:
     """An edit that does not fit the message class shows why and leaves the row as it was."""
     enqueue(ProductFactory(sku="SKU-E", name="before"))
     item = Product.model.objects.get()
@@ -268,7 +288,8 @@ def test_change_view__invalid_edit_shows_error_changes_nothing(admin_client: Cli
     assert response.status_code == 200
     assert error in response.content.decode()
     stored = Product.model.objects.get()
-    assert (stored.message.name, stored.message_hash, stored.updated_at) == ("before", item.message_hash, item.updated_at)
+    assert stored.message.name == "before"
+    assert (stored.message_hash, stored.updated_at) == (item.message_hash, item.updated_at)
 
 
 def test_change_view__leased_message_not_editable(admin_client: Client) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connections
 
 from nexus_queues import enqueue_many
 from tests.testapp.queues import Greeting
@@ -43,6 +44,8 @@ def page(live_server: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[objec
         tab.wait_for_selector("#site-name")
         yield tab
         browser.close()
+        # Inside Playwright's context the ORM runs in another async context, on its own connection.
+        connections.close_all()
 
 
 def screenshot(tab: object, name: str) -> None:

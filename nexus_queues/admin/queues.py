@@ -6,9 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.views.main import PAGE_VAR
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,7 +21,7 @@ from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status
 from .actions import set_custom_status, set_pending
-from .counting import LimitedCountPaginator
+from .changelist import QueueChangeList
 from .filters import HasErrorFilter, StatusFilter
 from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm
 from .overview import queue_overview
@@ -63,12 +61,12 @@ class QueueItemAdmin(admin.ModelAdmin):
     list_filter = (StatusFilter, ("created_at", admin.DateFieldListFilter),
                    ("updated_at", admin.DateFieldListFilter), HasErrorFilter)
     search_fields = ("=message_id", "message")
-    search_help_text = "An exact message id, or text inside the message JSON."
+    search_help_text = "Text inside the message JSON, or an exact message id."
     ordering = ("id",)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     actions = (set_pending, set_custom_status, "delete_selected")
-    count_limit = 100_000
+    count_limit = 10_000
     """Counts (rows, per status) stop here, so a page never counts a whole big table."""
     fieldsets = (
         (None, {"fields": (("message", "previous_message_json"), "status", "message_id")}),
@@ -135,13 +133,12 @@ class QueueItemAdmin(admin.ModelAdmin):
             return MessageJSONField(label="message")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
-    def get_paginator(self, request: HttpRequest, queryset: QuerySet, per_page: int, orphans: int = 0,
-                      allow_empty_first_page: bool = True) -> LimitedCountPaginator:
-        page = request.GET.get(PAGE_VAR, "1")
-        # Count one row past the requested page, so that page and its "next" link exist.
-        past_page = int(page) * per_page + 1 if page.isdigit() else 0
-        return LimitedCountPaginator(queryset, per_page, orphans, allow_empty_first_page,
-                                     count_limit=max(self.count_limit, past_page))
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        """Message ids only where the queue has identity, so the search can use the text index alone."""
+        return self.search_fields if self.model.message_class.has_identity else ("message",)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[QueueChangeList]:
+        return QueueChangeList
 
     def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
         """Write only what the operator changed, so a worker's concurrent changes survive."""

@@ -1,0 +1,34 @@
+"""A change list for big queue tables: it reads one page and counts no further than it must."""
+
+from __future__ import annotations
+
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.http import HttpRequest
+
+from .counting import count_up_to
+
+
+class QueueChangeList(ChangeList):
+    """Reads the page plus one row; counts only when there is more, and then only up to a limit."""
+
+    has_next_page = False
+
+    def get_results(self, request: HttpRequest) -> None:
+        per_page = self.list_per_page
+        offset = (max(self.page_num, 1) - 1) * per_page
+        rows = list(self.queryset[offset : offset + per_page + 1])
+        if offset and not rows:
+            raise IncorrectLookupParameters(f"Page {self.page_num} is past the last row.")
+        self.has_next_page = len(rows) > per_page
+        self.result_list = rows[:per_page]
+        if self.has_next_page:
+            limit = max(self.model_admin.count_limit, offset + per_page + 1)
+            self.result_count = count_up_to(self.queryset, limit)
+        else:
+            self.result_count = offset + len(self.result_list)
+        self.full_result_count = None
+        self.show_full_result_count = False
+        self.show_admin_actions = True
+        self.can_show_all = False
+        self.multi_page = offset > 0 or self.has_next_page

@@ -1,0 +1,51 @@
+"""Migration operations for queue tables that depend on the engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.operations.base import Operation
+
+from .engines import engine_for
+from .models import index_name
+
+
+class AddMessageSearchIndex(Operation):
+    """Index a queue's message text for the admin's search where the engine can (PostgreSQL: pg_trgm).
+
+    Add it to a migration of the app that defines the queue::
+
+        operations = [AddMessageSearchIndex("ProductUpdatedQueueItem")]
+
+    Elsewhere it does nothing; the search then reads the table.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return self.__class__.__qualname__, [], {"model_name": self.model_name}
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        """The index is invisible to Django's model state."""
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._run(app_label, schema_editor, to_state, "message_search_index_sql")
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._run(app_label, schema_editor, from_state, "drop_message_search_index_sql")
+
+    def describe(self) -> str:
+        return f"Index the message text of {self.model_name} for the admin's search"
+
+    def _run(self, app_label: str, schema_editor: Any, state: Any, statements: str) -> None:
+        model = state.apps.get_model(app_label, self.model_name)
+        alias = schema_editor.connection.alias
+        if not self.allow_migrate_model(alias, model):
+            return
+        table = model._meta.db_table
+        for sql in getattr(engine_for(alias), statements)(table, index_name(table, "search")):
+            schema_editor.execute(sql)

@@ -1,0 +1,105 @@
+"""The queue admin on a big table: 1,000,000 greetings on PostgreSQL, pages timed through the test client.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/nq_admin_bench \\
+        .venv/bin/python tests/benchmarks/bench_admin.py [ROWS]
+
+Creates (and afterwards drops, unless KEEPDB=1) the test database ``test_<name>``, fills the greetings queue with
+``enqueue_many`` (COPY) in batches, makes 1,000 rows Error and 1,000 OnHold, runs VACUUM ANALYZE as
+autovacuum would, logs in a superuser and prints milliseconds per page (median and worst of REPEAT
+requests after one warm-up): change list, status filters, search, a far page, a message's change view.
+"""
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from nexus_queues import enqueue_many  # noqa: E402
+from tests.testapp.queues import Greeting  # noqa: E402
+
+ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+BATCH = 100_000
+REPEAT = int(os.environ.get("REPEAT", 7))
+KEEPDB = os.environ.get("KEEPDB") == "1"
+"""KEEPDB=1 keeps the filled database for the next run (and reuses it)."""
+URL = "/admin/testapp/greetingqueueitem/"
+
+
+def fill(rows: int) -> float:
+    started = time.perf_counter()
+    for start in range(0, rows, BATCH):
+        enqueue_many([Greeting(name=f"person-{n}", times=n % 7) for n in range(start, min(rows, start + BATCH))])
+    ids = Greeting.model.objects.order_by("id").values_list("id", flat=True)
+    first = ids.first()
+    Greeting.model.objects.filter(id__gte=first + rows // 2, id__lt=first + rows // 2 + 1000).update(
+        status="Error", error_type="builtins.RuntimeError", error_message="boom")
+    Greeting.model.objects.filter(id__gte=first + rows - 1000).update(status="OnHold")
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM ANALYZE {Greeting.model._meta.db_table}")
+    return time.perf_counter() - started
+
+
+def timed(client: Client, url: str) -> tuple[float, float]:
+    assert client.get(url).status_code == 200, url
+    times = []
+    for _ in range(REPEAT):
+        started = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, url
+    return statistics.median(times), max(times)
+
+
+def main() -> None:
+    if connection.vendor != "postgresql":
+        sys.exit("bench_admin measures PostgreSQL: set DATABASE_URL=postgres://...")
+    setup_test_environment()
+    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
+    try:
+        if Greeting.model.objects.count() != ROWS:
+            Greeting.model.objects.all().delete()
+            print(f"filled {ROWS:,} rows in {fill(ROWS):.1f} s (enqueue_many, COPY, batches of {BATCH:,})")
+        client = Client()
+        client.force_login(User.objects.get_or_create(username="bench", is_staff=True, is_superuser=True)[0])
+        item = Greeting.model.objects.order_by("id")[ROWS // 3 : ROWS // 3 + 1].get()
+        pages = {
+            "change list": URL,
+            "status filter Pending": f"{URL}?status=Pending",
+            "status filter Error (1,000 rows)": f"{URL}?status=Error",
+            "has error": f"{URL}?has_error=yes",
+            "created today": f"{URL}?created_at__gte={_today()}",
+            "search, common text (person-1)": f"{URL}?q=person-1",
+            "search, one match (person-777777)": f"{URL}?q=person-777777",
+            "page 500": f"{URL}?p=500",
+            "change view": f"{URL}{item.pk}/change/",
+        }
+        print(f"{'page':40} {'median ms':>10} {'worst ms':>10}   ({REPEAT} requests each)")
+        for name, url in pages.items():
+            median, worst = timed(client, url)
+            print(f"{name:40} {median:10.1f} {worst:10.1f}")
+    finally:
+        if not KEEPDB:
+            teardown_databases(databases, verbosity=0)
+
+
+def _today() -> str:
+    return quote(timezone.now().replace(hour=0, minute=0, second=0, microsecond=0).isoformat())
+
+
+if __name__ == "__main__":
+    main()
