@@ -55,7 +55,8 @@ class QueueItem(models.Model):
     """One message in a queue table: the message JSON plus the state that steers it."""
 
     id = models.BigAutoField(primary_key=True)
-    message_id = models.CharField(max_length=255, null=True, blank=True)
+    # NULL, not "": queues without identity have no id, and the unique index must allow many.
+    message_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     message = MessageField()
     previous_message = MessageField(null=True, blank=True)
     message_hash = models.CharField(max_length=64, editable=False)
@@ -64,7 +65,7 @@ class QueueItem(models.Model):
     process_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
-    correlation_id = models.CharField(max_length=64, null=True, blank=True)
+    correlation_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (NULL: never leased)
     attempts = models.PositiveIntegerField(default=0)
     error_type = models.CharField(max_length=255, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
@@ -165,10 +166,10 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
             f"{message_class.__qualname__} is defined in {module}, which is not inside an installed app. "
             "Define message classes in an installed app (its queues module)."
         )
-    options = message_class.queue_options
     if app_config.models_module is None:
         # Django only makes content types and permissions (post_migrate) for apps with a models module.
         app_config.models_module = sys.modules[module]
+    options = message_class.queue_options
     table = f"nexus_{options.queue}"
     meta_attrs: dict[str, Any] = {
         "app_label": app_config.label,
