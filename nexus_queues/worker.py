@@ -63,6 +63,8 @@ class Worker:
         self.heartbeat = Heartbeat()
         self.stopping = False
         self._next_tidy = 0.0
+        self._woken: set[str] = set()
+        self._enabled: tuple[float, list[type[QueueJob]]] = (0.0, [])
         check_peek_delay(self.peek_delay)
 
     def stop(self) -> None:
@@ -84,8 +86,7 @@ class Worker:
                 pause = self._cycle(pool)
                 if pause is None:
                     break
-                if pause > 0:
-                    self.wakeups.wait(pause)
+                self._woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -120,20 +121,31 @@ class Worker:
         return self.dispatcher.step() if self.dispatcher is not None else math.inf
 
     def _enabled_jobs(self) -> list[type[QueueJob]]:
+        """The jobs whose processing is on, read again at most once per peek delay."""
+        read_at, enabled = self._enabled
+        now = time.monotonic()
+        if now - read_at < self.peek_delay.total_seconds():
+            return enabled
         names = {j.message_class.queue_name() for j in self.job_classes}
         off = {
             s.queue for alias in {j.message_class.queue_options.database for j in self.job_classes}
             for s in QueueSettings.objects.using(alias).filter(queue__in=names, processing_enabled=False).only("queue")
         }
-        return [j for j in self.job_classes if j.message_class.queue_name() not in off]
+        enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
+        self._enabled = (now, enabled)
+        return enabled
 
     def _peek(self, job: type[QueueJob]) -> int:
         options = job.message_class.queue_options
         return job.message_class.model.objects.using(options.database).pending()[: self.max_peek].count()
 
     def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
-        """Lease rounds for the peeked messages, at most ``concurrency`` at once; True if any were leased."""
-        rounds = math.ceil(self._peek(job) / job.batch_size)
+        """Lease rounds for the peeked messages, at most ``concurrency`` at once; True if any were leased.
+
+        A queue just named by a wake-up is leased at once: its peek would only cost a round trip.
+        """
+        woken = job.message_class.queue_name() in self._woken
+        rounds = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
         if pool is None:
             leased = 0
             for _ in range(rounds):
