@@ -438,8 +438,22 @@ def test_auth__unknown_queue_is_401_for_anonymous():
 
 
 def test_auth__wrong_password_is_401():
+    """Bad Basic credentials are 401 even where a browser's write would need a CSRF token."""
     user = make_user("svc", "add_greetingqueueitem")
-    response = Api(user, password="wrong").post("queues/greetings", {"name": "x"})
+    api = Api(user, password="wrong")
+    api.client = Client(enforce_csrf_checks=True)
+    response = api.post("queues/greetings", {"name": "x"})
+    assert response.status_code == 401 and stored(Greeting) == []
+
+
+def test_auth__basic_write_needs_no_csrf_token():
+    api = Api(make_user("svc", "add_greetingqueueitem"))
+    api.client = Client(enforce_csrf_checks=True)
+    assert api.post("queues/greetings", {"name": "x"}).status_code == 201
+
+
+def test_auth__anonymous_write_is_401_with_csrf_enforced():
+    response = Client(enforce_csrf_checks=True).post("/nexus/queues/greetings", "{}", content_type="application/json")
     assert response.status_code == 401 and stored(Greeting) == []
 
 

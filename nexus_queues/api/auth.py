@@ -7,7 +7,8 @@ from typing import Any, Literal
 from django.contrib.auth import authenticate
 from django.http import HttpRequest
 from ninja.errors import HttpError
-from ninja.security import HttpBasicAuth, SessionAuth
+from ninja.security import HttpBasicAuth
+from ninja.security import SessionAuth as NinjaSessionAuth
 
 from ..exceptions import NotRegistered
 from ..messages import QueueMessage
@@ -27,7 +28,18 @@ class BasicAuth(HttpBasicAuth):
         return user
 
 
-# Basic first: a service sends no CSRF token, and the session scheme checks CSRF before anything else.
+class SessionAuth(NinjaSessionAuth):
+    """The user logged in to Django (the admin's session); writes need the CSRF token."""
+
+    def __call__(self, request: HttpRequest) -> Any:
+        """The session's user, or None (401) without one or when the request brings its own credentials."""
+        # ninja checks CSRF before looking at the session: without this, anonymous writes and
+        # wrong Basic credentials would answer "CSRF check Failed" instead of 401.
+        if "Authorization" in request.headers or not request.user.is_authenticated:
+            return None
+        return super().__call__(request)
+
+
 AUTH = [BasicAuth(), SessionAuth()]
 
 
