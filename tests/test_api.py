@@ -118,6 +118,11 @@ def test_enqueue__at_makes_it_sleeping_until_then(admin):
     assert row.status == Status.SLEEPING and row.process_at.isoformat().startswith("2040-01-02T03:04:05")
 
 
+def test_enqueue__expires_at_is_stored(admin):
+    assert admin.post("queues/greetings", {"name": "x"}, "?expires_at=2040-01-01T00:00:00Z").status_code == 201
+    assert stored(Greeting)[0].expires_at.year == 2040
+
+
 def test_enqueue__status_is_used(admin):
     assert admin.post("queues/greetings", {"name": "x"}, "?status=OnHold").status_code == 201
     assert stored(Greeting)[0].status == "OnHold"
@@ -131,10 +136,10 @@ def test_enqueue__queue_default_status_applies(admin):
 
 def test_enqueue__invalid_message_names_field_and_stores_nothing(admin):
     """One bad message in an array fails the request, naming its index and field; none is stored."""
-    response = admin.post("queues/greetings", [{"name": "ok"}, {"nme": "typo"}])
+    response = admin.post("queues/greetings", [{"name": "ok"}, {"nme": "typo"}, {"name": "x", "times": "many"}])
     assert response.status_code == 422
     locs = [error["loc"] for error in response.json()["detail"]]
-    assert ["body", 1, "name"] in locs and ["body", 1, "nme"] in locs
+    assert locs == [["body", 1, "name"], ["body", 1, "nme"], ["body", 2, "times"]]
     assert stored(Greeting) == []
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest
 from ninja import Query, Router, Status
+from ninja.errors import ValidationError
 from pydantic import ValidationError as PydanticValidationError
 
 from ..enqueueing import EnqueueResult, enqueue, enqueue_many
@@ -53,10 +54,10 @@ def enqueue_messages(
     data = read_json(request)
     kwargs = options.model_dump()
     if isinstance(data, list):
-        messages = [_validate(message_class, item, ["body", i]) for i, item in enumerate(data)]
+        messages = _validate(message_class, data, ["body"])
         return Status(201, _placed(messages, enqueue_many(messages, **kwargs)))
     if isinstance(data, dict):
-        message = _validate(message_class, data, ["body"])
+        [message] = _validate(message_class, [data], ["body"], indexed=False)
         return Status(201, _placed([message], enqueue(message, **kwargs)))
     raise field_error(["body"], "The body must be a JSON object (one message) or an array (many).")
 
@@ -78,16 +79,24 @@ def change_settings(request: HttpRequest, name: str, change: schemas.QueueSettin
     return _settings(message_class)
 
 
-def _validate(message_class: type[QueueMessage], data: Any, loc: list[str | int]) -> QueueMessage:
-    try:
-        message = message_class.model_validate(data)
-    except PydanticValidationError as exc:
-        raise pydantic_errors(exc, loc) from exc
-    try:
-        message_id_of(message)
-    except ValueError as exc:
-        raise field_error([*loc, "message_id"], str(exc)) from exc
-    return message
+def _validate(
+    message_class: type[QueueMessage], items: list[Any], loc: list[str | int], indexed: bool = True
+) -> list[QueueMessage]:
+    """Every item as a message of the class, or one 422 listing the errors of all bad items."""
+    messages, errors = [], []
+    for i, item in enumerate(items):
+        item_loc = [*loc, i] if indexed else loc
+        try:
+            message = message_class.model_validate(item)
+            message_id_of(message)
+            messages.append(message)
+        except PydanticValidationError as exc:
+            errors += pydantic_errors(exc, item_loc).errors
+        except ValueError as exc:
+            errors += field_error([*item_loc, "message_id"], str(exc)).errors
+    if errors:
+        raise ValidationError(errors)
+    return messages
 
 
 def _placed(messages: list[QueueMessage], result: EnqueueResult) -> dict[str, Any]:

@@ -59,6 +59,7 @@ class EnqueueOptions(Schema):
     at: datetime | None = None
     delay: Delay | None = Field(None, description="Seconds or an ISO 8601 duration, e.g. PT5M.")
     status: str | None = None
+    expires_at: datetime | None = Field(None, description="Workers skip the message after this time.")
     start_processing: bool = False
 
     @field_validator("status")
