@@ -395,7 +395,7 @@ def test_overview__counts_health_and_oldest_pending(admin_client: Client) -> Non
     mark_error(lease(Greeting, 1), RuntimeError("boom"))
     overview = admin_client.get(GREETINGS).context["overview"]
     assert overview.counts == {Status.ERROR: 1, Status.PENDING: 2}
-    assert (overview.health.status, overview.health.reason) == ("unhealthy", "1 Error message(s)")
+    assert (overview.health.status, overview.health.summary) == ("unhealthy", "1 message(s) in Error or Abandoned")
     assert overview.oldest_pending_at is not None
 
 

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Min, QuerySet
+from django.utils import timezone
 
-from ..messages import HealthStatus, QueueMessage
+from ..health import FAILED, QueueHealth, QueueState, evaluate
+from ..messages import QueueMessage
 from ..models import QueueSettings
-from ..status import Status
 from ..updates import default_status
 from .counting import count_up_to
-
-_UNHEALTHY_STATUSES = (Status.ERROR, Status.ABANDONED)
 
 
 def present_statuses(rows: QuerySet) -> list[str]:
@@ -28,30 +27,12 @@ def present_statuses(rows: QuerySet) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Health:
-    """A queue's health status and why."""
-
-    status: str
-    reason: str
-
-
-def queue_health(message_class: type[QueueMessage], counts: dict[str, int]) -> Health:
-    """The queue's health by its policy: Error or Abandoned messages make it ``health_status_when_errors``."""
-    options = message_class.queue_options
-    if not options.health_check:
-        return Health("not checked", "health_check is off for this queue")
-    bad = [f"{counts[s]} {s}" for s in _UNHEALTHY_STATUSES if counts.get(s)]
-    if not bad:
-        return Health(HealthStatus.HEALTHY, "no Error or Abandoned messages")
-    return Health(options.health_status_when_errors, f"{' and '.join(bad)} message(s)")
-
-
-@dataclass(frozen=True)
 class QueueOverview:
     """The figures and settings shown above a queue's change list."""
 
     counts: dict[str, int]
-    health: Health
+    health: QueueHealth | None
+    """None when the queue's health check is off."""
     oldest_pending_at: datetime | None
     """When the oldest Pending message was created (its age is how far the queue lags)."""
     default_status: str
@@ -59,17 +40,31 @@ class QueueOverview:
 
 
 def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOverview:
-    """Counts per status (each counted up to ``limit``), health, oldest Pending age and settings."""
-    database = message_class.queue_options.database
-    rows = message_class.model.objects.using(database)
+    """Counts per status (each counted up to ``limit``), health, oldest Pending message and settings."""
+    options = message_class.queue_options
+    rows = message_class.model.objects.using(options.database)
     counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
-    oldest = rows.pending().order_by("id").values_list("created_at", flat=True).first()
-    stored = QueueSettings.objects.using(database).filter(queue=message_class.queue_name()).first()
+    oldest = rows.pending().order_by("id").values("created_at", "updated_at").first()
+    stored = QueueSettings.objects.using(options.database).filter(queue=message_class.queue_name()).first()
     return QueueOverview(
         counts=counts,
-        health=queue_health(message_class, counts),
-        oldest_pending_at=oldest,
+        health=_health(message_class, rows, counts, oldest, limit) if options.health_check else None,
+        oldest_pending_at=oldest["created_at"] if oldest else None,
         default_status=default_status(message_class),
         processing_enabled=stored.processing_enabled if stored else True,
     )
 
+
+def _health(
+    message_class: type[QueueMessage], rows: QuerySet, counts: dict[str, int], oldest: dict | None, limit: int
+) -> QueueHealth:
+    # The health checks' policy on cheap figures: the Pending count only as exact as the threshold needs,
+    # the wait of the message first in line rather than a scan of every Pending row.
+    max_pending = message_class.queue_options.health_max_pending
+    pending = count_up_to(rows.pending(), max(limit, max_pending + 1)) if max_pending is not None else 0
+    state = QueueState(
+        failed=sum(counts.get(s, 0) for s in FAILED),
+        pending=pending,
+        oldest_pending_wait=timezone.now() - oldest["updated_at"] if oldest else None,
+    )
+    return evaluate(state, message_class.queue_options)

@@ -14,7 +14,4 @@ class Migration(migrations.Migration):
     operations = [
         AddMessageSearchIndex('GreetingQueueItem'),
         AddMessageSearchIndex('ProductQueueItem'),
-        AddMessageSearchIndex('InventoryQueueItem'),
-        AddMessageSearchIndex('AuditQueueItem'),
-        AddMessageSearchIndex('PingQueueItem'),
     ]
