@@ -81,14 +81,13 @@ def test_nexus_worker__batch_form_fails_only_its_bad_items(manage, files):
 
 
 def test_nexus_worker__two_workers_never_process_a_message_twice(manage, files):
-    """Two workers on one queue share it: every message processed exactly once, by either of them."""
-    set_processing_enabled(Ping, False)
+    """Two workers on one queue share it: every message processed exactly once. The worker that
+    leases ping 0 is held until the other has processed every later batch, so both take part."""
     enqueue_many([Ping(n=n) for n in range(400)])
-    env = {"NEXUS_TEST_BATCH": "10", "NEXUS_TEST_PING_SLEEP": "0.01"}
+    env = {"NEXUS_TEST_BATCH": "10", "NEXUS_TEST_PING_GATE": "1"}
     workers = [manage("nexus_worker", "--queue", "pings", "--peek-delay", "0.1", **env) for _ in range(2)]
-    for worker in workers:
-        worker.wait_logged("Worker started")
-    set_processing_enabled(Ping, True)
+    wait_until(lambda: len(reports(files)) >= 390, "the free worker to process pings 10 to 399")
+    files["gate"].touch()
     wait_until(lambda: len(reports(files)) >= 400, "400 pings processed")
     for worker in workers:
         worker.proc.send_signal(signal.SIGTERM)

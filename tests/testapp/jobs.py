@@ -73,7 +73,8 @@ class ProductJob(QueueJob):
 
 class PingJob(QueueJob):
     """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice.
-    ``NEXUS_TEST_BATCH`` sets the batch size, ``NEXUS_TEST_PING_SLEEP`` slows reported pings down."""
+    ``NEXUS_TEST_BATCH`` sets the batch size, ``NEXUS_TEST_PING_SLEEP`` slows reported pings down,
+    ``NEXUS_TEST_PING_GATE`` holds ping 0 (and its batch) until the gate opens."""
 
     message_class = Ping
     batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
@@ -85,6 +86,8 @@ class PingJob(QueueJob):
             report("ping-failed", message.n)
             raise RuntimeError(f"ping {message.n} failed")
         if os.environ.get("NEXUS_TEST_OUT"):
+            if message.n == 0 and os.environ.get("NEXUS_TEST_PING_GATE"):
+                wait_for_gate()
             time.sleep(float(os.environ.get("NEXUS_TEST_PING_SLEEP", "0")))
             report("ping", message.n)
 
