@@ -30,6 +30,9 @@ class Settings:
     API_MAX_BODY_BYTES: int = 2_621_440
     """Largest request body the HTTP API reads (413 above it); Django's DATA_UPLOAD_MAX_MEMORY_SIZE caps it too."""
 
+    API_TOKEN_MAX_AGE: timedelta | None = None
+    """How long an API token (``manage.py nexus_api_token``) is accepted; None: until the user's password changes."""
+
     BATCH_SIZE: int = 5000
     """Rows written per statement by ``enqueue_many`` on engines without COPY."""
 

@@ -1,4 +1,4 @@
-"""Who may call the API: Django users by session (with CSRF) or HTTP Basic, with per-queue model permissions."""
+"""Who may call the API: Django users by token, HTTP Basic or session (with CSRF); per-queue model permissions."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ninja.security import SessionAuth as NinjaSessionAuth
 from ..exceptions import NotRegistered
 from ..messages import QueueMessage
 from ..registry import registry
+from .tokens import TokenAuth
 
 Action = Literal["view", "add", "change"]
 
@@ -40,7 +41,7 @@ class SessionAuth(NinjaSessionAuth):
         return super().__call__(request)
 
 
-AUTH = [BasicAuth(), SessionAuth()]
+AUTH = [TokenAuth(), BasicAuth(), SessionAuth()]
 
 
 def can(user: Any, action: Action, message_class: type[QueueMessage]) -> bool:

@@ -1,0 +1,27 @@
+"""``manage.py nexus_api_token USERNAME``: print a bearer token for the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from nexus_queues.api.tokens import make_token
+
+
+class Command(BaseCommand):
+    help = "Print an HTTP API token for a user (revoked when the user's password changes or the user is deactivated)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user_model = get_user_model()
+        try:
+            user = user_model._default_manager.get_by_natural_key(options["username"])
+        except user_model.DoesNotExist as exc:
+            raise CommandError(f"No user {options['username']!r}.") from exc
+        if not user.is_active:
+            raise CommandError(f"User {options['username']!r} is inactive; its tokens would be refused.")
+        self.stdout.write(make_token(user))
