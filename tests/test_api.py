@@ -8,7 +8,9 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue_many, lease
@@ -267,6 +269,27 @@ def test_list_messages__cursor_pages_in_id_order(admin):
     third = admin.get("queues/greetings/messages", limit=2, cursor=second["next_cursor"]).json()
     assert [m["id"] for m in first["items"] + second["items"] + third["items"]] == ids
     assert third["next_cursor"] is None
+
+
+def queries(call):
+    with CaptureQueriesContext(connection) as captured:
+        assert call().status_code == 200
+    return len(captured)
+
+
+def test_list_messages__queries_do_not_grow_with_the_page(admin):
+    """A page of 50 messages costs the same statements as a page of 5."""
+    enqueue_many(GreetingFactory.build_batch(50))
+    small = queries(lambda: admin.get("queues/greetings/messages", limit=5))
+    assert queries(lambda: admin.get("queues/greetings/messages", limit=50)) == small
+
+
+def test_list_queues__queries_do_not_grow_with_messages(admin):
+    """Counts and health come from aggregate queries, not from rows."""
+    enqueue_many(GreetingFactory.build_batch(2))
+    few = queries(lambda: admin.get("queues"))
+    enqueue_many(GreetingFactory.build_batch(100))
+    assert queries(lambda: admin.get("queues")) == few
 
 
 def test_list_messages__stable_under_inserts(admin):
