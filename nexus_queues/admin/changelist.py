@@ -23,7 +23,7 @@ class QueueChangeList(ChangeList):
         self.has_next_page = len(rows) > per_page
         self.result_list = rows[:per_page]
         if self.has_next_page:
-            limit = max(self.model_admin.count_limit, offset + per_page + 1)
+            limit = max(self.model_admin.count_limit, offset + per_page + 1)  # type: ignore[attr-defined]
             self.result_count = count_up_to(self.queryset, limit)
         else:
             self.result_count = offset + len(self.result_list)

@@ -97,7 +97,7 @@ class EnqueueForm(forms.Form):
         return settable_status(status) if status else None
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("status") and data.get("process_at"):
             raise forms.ValidationError("A scheduled message is Sleeping until its time: give a status or a time.")
         return data

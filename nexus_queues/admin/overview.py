@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Min, QuerySet
 from django.utils import timezone
@@ -11,6 +13,7 @@ from django.utils import timezone
 from ..health import FAILED, QueueHealth, QueueState, evaluate
 from ..messages import QueueMessage
 from ..models import QueueSettings
+from ..status import Status
 from ..updates import default_status
 from .counting import count_up_to
 
@@ -44,7 +47,7 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
     options = message_class.queue_options
     rows = message_class.model.objects.using(options.database)
     counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
-    oldest = rows.pending().order_by("id").values("created_at", "updated_at").first()
+    oldest = rows.filter(status=Status.PENDING).order_by("id").values("created_at", "updated_at").first()
     stored = QueueSettings.objects.using(options.database).filter(queue=message_class.queue_name()).first()
     return QueueOverview(
         counts=counts,
@@ -56,12 +59,15 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
 
 
 def _health(
-    message_class: type[QueueMessage], rows: QuerySet, counts: dict[str, int], oldest: dict | None, limit: int
+    message_class: type[QueueMessage], rows: QuerySet, counts: dict[str, int], oldest: Mapping[str, Any] | None,
+    limit: int,
 ) -> QueueHealth:
     # The health checks' policy on cheap figures: the Pending count only as exact as the threshold needs,
     # the wait of the message first in line rather than a scan of every Pending row.
     max_pending = message_class.queue_options.health_max_pending
-    pending = count_up_to(rows.pending(), max(limit, max_pending + 1)) if max_pending is not None else 0
+    pending = 0
+    if max_pending is not None:
+        pending = count_up_to(rows.filter(status=Status.PENDING), max(limit, max_pending + 1))
     state = QueueState(
         failed=sum(counts.get(s, 0) for s in FAILED),
         pending=pending,

@@ -216,7 +216,7 @@ class QueueItemAdmin(admin.ModelAdmin):
             ).update(processing_enabled=form.cleaned_data["processing_enabled"])
             self.message_user(request, "Queue settings saved.", messages.SUCCESS)
         else:
-            errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
+            errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
             self.message_user(request, f"Queue settings not saved: {errors}", messages.ERROR)
         return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
 
