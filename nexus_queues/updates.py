@@ -152,8 +152,10 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
 def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
     """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay."""
     message_class = registry.resolve(queue)
+    # A new settings row must keep the queue's current default status, not the column's "Pending".
     QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
-        queue=message_class.queue_name(), defaults={"processing_enabled": bool(enabled)}
+        queue=message_class.queue_name(), defaults={"processing_enabled": bool(enabled)},
+        create_defaults={"processing_enabled": bool(enabled), "default_status": default_status(message_class)},
     )
 
 

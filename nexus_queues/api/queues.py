@@ -16,7 +16,7 @@ from ..messages import QueueMessage, message_id_of
 from ..models import QueueSettings as QueueSettingsRow
 from ..registry import registry
 from ..status import Status as MessageStatus
-from ..updates import default_status, set_default_status
+from ..updates import default_status, set_default_status, set_processing_enabled
 from . import schemas
 from .auth import can, queue_for
 from .bodies import read_json
@@ -75,7 +75,7 @@ def change_settings(request: HttpRequest, name: str, change: schemas.QueueSettin
     if change.default_status is not None:
         set_default_status(message_class, change.default_status)
     if change.processing_enabled is not None:
-        _set_processing(message_class, change.processing_enabled)
+        set_processing_enabled(message_class, change.processing_enabled)
     return _settings(message_class)
 
 
@@ -127,11 +127,4 @@ def _settings(message_class: type[QueueMessage]) -> dict[str, Any]:
     enabled = rows.filter(queue=message_class.queue_name()).values_list("processing_enabled", flat=True).first()
     return {"default_status": default_status(message_class), "processing_enabled": enabled is not False}
 
-
-def _set_processing(message_class: type[QueueMessage], enabled: bool) -> None:
-    # A new settings row must keep the queue's current default status, not the column default.
-    QueueSettingsRow.objects.using(message_class.queue_options.database).update_or_create(
-        queue=message_class.queue_name(), defaults={"processing_enabled": enabled},
-        create_defaults={"processing_enabled": enabled, "default_status": default_status(message_class)},
-    )
 
