@@ -27,6 +27,7 @@ _EXPORTS = {
     "mark_error": "updates",
     "set_processing_enabled": "updates",
     "QueueJob": "jobs",
+    "queue_health": "health",
     "previous_message": "jobs",
 }
 
@@ -34,6 +35,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
+    from .health import queue_health
     from .jobs import QueueJob, previous_message
     from .leasing import abandon_expired_leases, lease
     from .messages import HealthStatus, QueueMessage, QueueMessageWithId

@@ -6,7 +6,11 @@ is installed, a health page with one check per queue (``health/``).
 
 from importlib.util import find_spec
 
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import URLPattern, URLResolver, path
+
+if find_spec("ninja") is None:
+    raise ImproperlyConfigured('nexus_queues.urls serves the HTTP API: pip install "nexus-queues[api]".')
 
 from .api import api
 
