@@ -3,6 +3,8 @@
 import base64
 import io
 import json
+import urllib.error
+import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -613,3 +615,22 @@ def test_token_command__refuses_unknown_or_inactive_user(username, words):
     User.objects.create_user("gone", is_active=False)
     with pytest.raises(CommandError, match=words):
         call_command("nexus_api_token", username)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_http__enqueue_and_read_over_a_socket(live_server):
+    """A service enqueues and reads back over real HTTP, with a token."""
+    token = make_token(make_user("svc", "add_greetingqueueitem", "view_greetingqueueitem"))
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    post = urllib.request.Request(
+        f"{live_server.url}/nexus/queues/greetings", data=b'[{"name": "a"}, {"name": "b"}]', headers=headers
+    )
+    with urllib.request.urlopen(post, timeout=10) as response:
+        assert response.status == 201 and len(json.load(response)["stored"]) == 2
+    read = urllib.request.Request(f"{live_server.url}/nexus/queues/greetings/messages", headers=headers)
+    with urllib.request.urlopen(read, timeout=10) as response:
+        assert [m["message"]["name"] for m in json.load(response)["items"]] == ["a", "b"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{live_server.url}/nexus/queues/greetings/messages", timeout=10)
+    refused.value.close()
+    assert refused.value.code == 401
