@@ -228,11 +228,27 @@ def test_set_custom_status__select_across_updates_whole_filter_result(
     assert statuses() == ["Paused"] * 5 + ["Keep"]
 
 
-def test_delete_selected__deletes_only_chosen(admin_client: Client) -> None:
-    """Django's delete action, after its confirmation, deletes the chosen rows."""
+def test_delete_messages__confirms_with_count_then_deletes_only_chosen(admin_client: Client) -> None:
+    """Delete first says how many rows go and deletes nothing; confirmed, it deletes the chosen rows."""
     ids = greetings(3)
-    admin_client.post(GREETINGS, {"action": "delete_selected", "_selected_action": [str(ids[1])], "post": "yes"})
+    first = action(admin_client, GREETINGS, "delete_messages", [ids[1]])
+    assert "This deletes <strong>1</strong> message." in first.content.decode()
+    assert Greeting.model.objects.count() == 3
+    admin_client.post(GREETINGS, {"action": "delete_messages", "_selected_action": [str(ids[1])], "apply": "1"})
     assert list(Greeting.model.objects.values_list("id", flat=True).order_by("id")) == [ids[0], ids[2]]
+
+
+def test_delete_messages__select_across_deletes_whole_filter_result(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With "select all" every row of the filter result goes, beyond the page, and no other."""
+    monkeypatch.setattr(QueueItemAdmin, "list_per_page", 2)
+    ids = greetings(5)
+    Greeting.model.objects.filter(id=ids[4]).update(status="Keep")
+    data = {"action": "delete_messages", "_selected_action": [str(i) for i in ids[:2]], "select_across": "1",
+            "apply": "1"}
+    admin_client.post(f"{GREETINGS}?status=Pending", data)
+    assert list(Greeting.model.objects.values_list("id", flat=True)) == [ids[4]]
 
 
 def change_url(item_id: int, base: str = GREETINGS) -> str:
@@ -426,6 +442,16 @@ def test_permissions__change_without_delete(client: Client) -> None:
     client.force_login(user)
     choices = dict(client.get(GREETINGS).context["action_form"].fields["action"].choices)
     assert set(choices) == {"", "set_pending", "set_custom_status"}
+
+
+def test_permissions__delete_without_change(client: Client) -> None:
+    """A user who may delete but not change gets only the delete action."""
+    user = User.objects.create_user("deleter", password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_greetingqueueitem",
+                                                                       "delete_greetingqueueitem"]))
+    client.force_login(user)
+    choices = dict(client.get(GREETINGS).context["action_form"].fields["action"].choices)
+    assert set(choices) == {"", "delete_messages"}
 
 
 def test_job_run_admin__lists_runs_and_links_messages(admin_client: Client) -> None:

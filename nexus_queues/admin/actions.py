@@ -1,4 +1,4 @@
-"""Bulk status changes on the chosen rows, or on every row of the filter result ("select all")."""
+"""Bulk status changes and deletes on the chosen rows, or on every row of the filter result ("select all")."""
 
 from __future__ import annotations
 
@@ -30,21 +30,39 @@ def set_pending(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> N
 
 @admin.action(description="Set a status…", permissions=["change"])
 def set_custom_status(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
-    """Ask for a status (built-in or custom) and how many rows change, then set it."""
+    """Ask for a status (built-in or custom) and say how many rows change, then set it."""
     form = StatusForm(request.POST if "apply" in request.POST else None)
     if form.is_valid():
         _set_status(model_admin, request, queryset, form.cleaned_data["status"])
         return None
+    return _confirmation(model_admin, request, queryset, "set_custom_status", form, "Set status of")
+
+
+@admin.action(description="Delete…", permissions=["delete"])
+def delete_messages(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+    """Say how many rows go, then delete them in one statement, however many the filter matched."""
+    if "apply" not in request.POST:
+        return _confirmation(model_admin, request, queryset, "delete_messages", None, "Delete")
+    deleted, _ = queryset.delete()
+    model_admin.message_user(request, f"{deleted} message(s) deleted.", messages.SUCCESS)
+    return None
+
+
+def _confirmation(
+    model_admin: Any, request: HttpRequest, queryset: QuerySet, action: str, form: StatusForm | None, verb: str
+) -> TemplateResponse:
     opts = model_admin.model._meta
     count = queryset.count()
     context = {
         **model_admin.admin_site.each_context(request),
-        "title": f"Set the status of {count} {opts.verbose_name_plural} message(s)",
+        "title": f"{verb} {count} {opts.verbose_name_plural} message(s)?",
+        "verb": verb,
         "form": form,
         "count": count,
         "opts": opts,
+        "action": action,
         "select_across": request.POST.get("select_across", "0"),
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
     }
-    return TemplateResponse(request, "admin/nexus_queues/queue/set_status.html", context)
+    return TemplateResponse(request, "admin/nexus_queues/queue/confirm_action.html", context)

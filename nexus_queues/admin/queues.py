@@ -20,7 +20,7 @@ from ..models import JobRun, QueueItem, QueueSettings
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status
-from .actions import set_custom_status, set_pending
+from .actions import delete_messages, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .filters import HasErrorFilter, StatusFilter
 from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm
@@ -65,7 +65,7 @@ class QueueItemAdmin(admin.ModelAdmin):
     ordering = ("id",)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    actions = (set_pending, set_custom_status, "delete_selected")
+    actions = (set_pending, set_custom_status, delete_messages)
     count_limit = 10_000
     """Counts (rows, per status) stop here, so a page never counts a whole big table."""
     fieldsets = (
@@ -132,6 +132,12 @@ class QueueItemAdmin(admin.ModelAdmin):
         if db_field.name == "message":
             return MessageJSONField(label="message")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        """Our delete, which confirms with a count, instead of Django's, which lists every row."""
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
         """Message ids only where the queue has identity, so the search can use the text index alone."""
