@@ -5,6 +5,7 @@ Screenshots land in ``test-artifacts/``.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,15 +17,18 @@ from django.db import connections
 from nexus_queues import enqueue_many
 from tests.testapp.queues import Greeting
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
+REQUIRED = os.environ.get("NEXUS_BROWSER_TESTS") == "required"
+"""CI sets NEXUS_BROWSER_TESTS=required, so that a missing browser fails rather than skips."""
+playwright_api = importlib.import_module("playwright.sync_api") if REQUIRED else pytest.importorskip(
+    "playwright.sync_api"
+)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 GREETINGS = "/admin/testapp/greetingqueueitem/"
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+pytestmark = pytest.mark.skipif(not REQUIRED and not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 
 
 @pytest.fixture
