@@ -8,7 +8,7 @@ from nexus_queues.operations import AddMessageSearchIndex
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('shop', '0002_admin_filter_indexes'),
+        ('shop', '0001_initial'),
     ]
 
     operations = [
