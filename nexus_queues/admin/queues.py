@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -16,10 +17,10 @@ from django.utils.text import Truncator
 
 from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError
-from ..models import JobRun, QueueItem, QueueSettings
+from ..models import JobRun, QueueItem
 from ..serialization import canonical_json, json_hash
 from ..status import Status
-from ..updates import set_default_status
+from ..updates import set_default_status, set_processing_enabled
 from .actions import delete_messages, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .filters import HasErrorFilter, StatusFilter
@@ -216,10 +217,9 @@ class QueueItemAdmin(admin.ModelAdmin):
         form = QueueSettingsForm(request.POST)
         message_class = self.model.message_class
         if form.is_valid():
-            set_default_status(message_class, form.cleaned_data["default_status"])
-            QueueSettings.objects.using(message_class.queue_options.database).filter(
-                queue=message_class.queue_name()
-            ).update(processing_enabled=form.cleaned_data["processing_enabled"])
+            with transaction.atomic(using=message_class.queue_options.database):
+                set_default_status(message_class, form.cleaned_data["default_status"])
+                set_processing_enabled(message_class, form.cleaned_data["processing_enabled"])
             self.message_user(request, "Queue settings saved.", messages.SUCCESS)
         else:
             errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
