@@ -56,7 +56,8 @@ class Worker:
         self.max_peek = max_peek or settings.WORKER_MAX_PEEK
         self.dispatcher = dispatcher
         aliases = [j.message_class.queue_options.database for j in self.job_classes] or ["default"]
-        self.wakeups = Wakeups(aliases, listen=settings.WORKER_LISTEN if listen is None else listen)
+        listen = settings.WORKER_LISTEN if listen is None else listen
+        self.wakeups = Wakeups(aliases, listen=listen and not burst)
         self.breaker = CircuitBreaker(
             "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
         )
@@ -97,6 +98,7 @@ class Worker:
 
     def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
         """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done."""
+        started = time.monotonic()
         try:
             pause = self._housekeeping_and_dispatch()
             worked = False
@@ -110,7 +112,8 @@ class Worker:
             return 0
         if self.burst:
             return None
-        return min(pause, self.peek_delay.total_seconds())
+        # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
+        return max(0.0, min(pause - (time.monotonic() - started), self.peek_delay.total_seconds()))
 
     def _housekeeping_and_dispatch(self) -> float:
         now = time.monotonic()
