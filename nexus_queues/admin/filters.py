@@ -35,7 +35,7 @@ class HasErrorFilter(admin.SimpleListFilter):
         return [("yes", "Yes"), ("no", "No")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        # error_type > '' rather than != '' so that the error_type index serves it.
+        # error_type > '' rather than != '': a range an index on error_type can serve, where there is one.
         if self.value() == "yes":
             return queryset.filter(error_type__gt="")
         if self.value() == "no":
