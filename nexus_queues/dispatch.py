@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, connections, reset_queries, transaction
 from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -246,6 +246,7 @@ class DispatchLoop:
         logger.info("Dispatch loop started.", extra={"action": "started"})
         try:
             while not self.stopping:
+                reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
                 pause = self.dispatcher.step()
                 if self.burst and pause > 0:
                     break

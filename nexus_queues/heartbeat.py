@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, reset_queries
 from django.utils import timezone
 
 from .updates import renew_leases
@@ -68,6 +68,7 @@ class Heartbeat(threading.Thread):
 
     def _beat(self) -> float:
         """Renew what is due; seconds until the next renewal."""
+        reset_queries()
         with self._lock:
             now = time.monotonic()
             for correlation_id, held in self._held.items():

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, reset_queries
 
 from .breaker import CircuitBreaker
 from .conf import settings
@@ -99,6 +99,7 @@ class Worker:
     def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
         """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done."""
         started = time.monotonic()
+        reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
         try:
             pause = self._housekeeping_and_dispatch()
             worked = False
@@ -181,6 +182,7 @@ class Worker:
 
 
 def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+    reset_queries()
     try:
         return run_job(job, heartbeat)
     except DatabaseError:
