@@ -6,8 +6,10 @@ capability flags say what each engine can do in one statement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import connections, transaction
@@ -19,17 +21,27 @@ from .status import Status
 if TYPE_CHECKING:
     from .models import QueueItem
 
-# Columns every enqueue writes, in this order; the rest take their NULL/empty defaults.
+# Columns every enqueue writes, in this order; the rest take their database defaults.
 INSERT_COLUMNS = (
-    "message_id", "message", "message_hash", "headers", "status", "process_at", "expires_at",
-    "attempts", "error_type", "error_message", "error_traceback", "created_at", "updated_at",
+    "message_id",
+    "message",
+    "message_hash",
+    "headers",
+    "status",
+    "process_at",
+    "expires_at",
+    "created_at",
+    "updated_at",
 )
 STATUS_INDEX = INSERT_COLUMNS.index("status")
 
 # A new version of a message with identity replaces the stored one: these columns change.
 REPLACED_COLUMNS = ("message", "headers", "status", "process_at", "expires_at", "updated_at")
 RESET_ON_REPLACE = (
-    ("attempts", "0"), ("lease_expires_at", "NULL"), ("error_type", "''"), ("error_message", "''"),
+    ("attempts", "0"),
+    ("lease_expires_at", "NULL"),
+    ("error_type", "''"),
+    ("error_message", "''"),
     ("error_traceback", "''"),
 )
 
@@ -45,6 +57,7 @@ UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s
 RETURNING *"""
 
 Row = Sequence[Any]
+_QUOTED_COLUMNS: dict[str, str] = {}
 
 
 class Engine:
@@ -74,12 +87,16 @@ class Engine:
         """A datetime as this engine's driver wants it in raw SQL."""
         return self.connection.ops.adapt_datetimefield_value(value)
 
+    def cursor(self) -> Any:
+        """A cursor for the statements below (Django's, on the queue's connection)."""
+        return self.connection.cursor()
+
     # --- enqueue -------------------------------------------------------------------
 
     def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
         """Insert one row; a ``None`` status means the queue's current default status."""
         sql, params = self._values(model, [row])
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {sql}", params)
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
@@ -88,10 +105,11 @@ class Engine:
         """Insert rows with known statuses in batched multi-row statements (inside a transaction)."""
         table = self.quote(model._meta.db_table)
         placeholders = "(" + ", ".join(["%s"] * len(INSERT_COLUMNS)) + ")"
-        with self.connection.cursor() as cursor:
+        adapt = self._memo_adapt()
+        with self.cursor() as cursor:
             for chunk in _chunks(rows, settings.BATCH_SIZE):
                 values = ", ".join([placeholders] * len(chunk))
-                params = [value for row in chunk for value in self._adapt_row(row)]
+                params = [adapt(value) for row in chunk for value in row]
                 cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}", params)
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
@@ -103,7 +121,7 @@ class Engine:
         replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
         guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
         stored: set[str] = set()
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             for chunk in _chunks(rows, 1000):
                 values, params = self._values(model, chunk)
                 sql = (
@@ -124,7 +142,7 @@ class Engine:
     def default_status(self, model: type[QueueItem]) -> str:
         """The queue's current default enqueue status."""
         options = model.message_class.queue_options
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(f"SELECT {DEFAULT_STATUS_SQL}", [options.queue, options.default_status])
             return str(cursor.fetchone()[0])
 
@@ -157,7 +175,7 @@ class Engine:
     ) -> list[int]:
         """Apply ``SET assignments`` to the rows still leased by ``correlation_id``; return their ids."""
         where, where_params = self._leased_where(ids, correlation_id)
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {self.quote(model._meta.db_table)} SET {assignments} WHERE {where} RETURNING id",
                 [*params, *where_params],
@@ -167,25 +185,39 @@ class Engine:
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
         """Delete the rows still leased by ``correlation_id``; return their ids."""
         where, params = self._leased_where(ids, correlation_id)
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(f"DELETE FROM {self.quote(model._meta.db_table)} WHERE {where} RETURNING id", params)
             return [r[0] for r in cursor.fetchall()]
 
     # --- helpers ---------------------------------------------------------------------
 
     def _columns(self) -> str:
-        return "(" + ", ".join(self.quote(c) for c in INSERT_COLUMNS) + ")"
+        vendor = self.connection.vendor
+        if vendor not in _QUOTED_COLUMNS:
+            _QUOTED_COLUMNS[vendor] = "(" + ", ".join(self.quote(c) for c in INSERT_COLUMNS) + ")"
+        return _QUOTED_COLUMNS[vendor]
 
-    def _adapt_row(self, row: Row) -> list[Any]:
-        return [self.adapt(v) if isinstance(v, datetime) else v for v in row]
+    def _memo_adapt(self) -> Any:
+        """``adapt`` for one call's values: the rows of a batch share their datetimes, adapted once."""
+        done: dict[datetime, Any] = {}
+
+        def adapt(value: Any) -> Any:
+            if not isinstance(value, datetime):
+                return value
+            if value not in done:
+                done[value] = self.adapt(value)
+            return done[value]
+
+        return adapt
 
     def _values(self, model: type[QueueItem], rows: Sequence[Row]) -> tuple[str, list[Any]]:
         """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""
         options = model.message_class.queue_options
+        adapt = self._memo_adapt()
         tuples, params = [], []
         for row in rows:
             slots = ["%s"] * len(INSERT_COLUMNS)
-            values = self._adapt_row(row)
+            values = [adapt(value) for value in row]
             if row[STATUS_INDEX] is None:
                 slots[STATUS_INDEX] = DEFAULT_STATUS_SQL
                 values[STATUS_INDEX : STATUS_INDEX + 1] = [options.queue, options.default_status]
@@ -193,8 +225,7 @@ class Engine:
             params.extend(values)
         return ", ".join(tuples), params
 
-    @staticmethod
-    def _leased_where(ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+    def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         marks = ", ".join(["%s"] * len(ids))
         return f"id IN ({marks}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
 
@@ -214,20 +245,33 @@ class PostgresEngine(Engine):
     has_notify = True
     claim_lock = "FOR UPDATE SKIP LOCKED"
 
+    @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        """A server-side-binding psycopg cursor on Django's connection, whatever Django's own binding:
+        psycopg prepares a statement run a few times, so the server stops parsing and planning each
+        enqueue, lease and acknowledgement. Driver errors still become Django's."""
+        self.connection.ensure_connection()
+        with self.connection.wrap_database_errors, _preparing_cursor()(self.connection.connection) as cursor:
+            yield cursor
+
     def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
-        columns = ", ".join(self.quote(c) for c in INSERT_COLUMNS)
-        with self.connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY {self.quote(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+        adapt = self._memo_adapt()
+        with self.cursor() as cursor:
+            with cursor.copy(f"COPY {self.quote(model._meta.db_table)} {self._columns()} FROM STDIN") as copy:
                 for row in rows:
-                    copy.write_row(row)
+                    copy.write_row([adapt(value) for value in row])
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
 
     def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
         values, params = self._values(model, [row])
         sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             self._written(cursor, sql, params, model, notify)
+
+    def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        # One statement text whatever the batch size, so psycopg prepares it once.
+        return f"id = ANY(%s) AND status = '{Status.LEASED}' AND correlation_id = %s", [list(ids), correlation_id]
 
     def message_search_index_sql(self, table: str, name: str) -> list[str]:
         # A trigram index on exactly the expression Django's JSON icontains searches.
@@ -250,7 +294,7 @@ class PostgresEngine(Engine):
 
     def notify(self, queue: str, cursor: Any = None) -> None:
         if cursor is None:
-            with self.connection.cursor() as own:
+            with self.cursor() as own:
                 return self.notify(queue, own)
         cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
 
@@ -270,7 +314,7 @@ class SQLiteEngine(Engine):
     def take_write_lock(self) -> None:
         # A deferred transaction that reads first deadlocks with another reader when both upgrade
         # to write ("database is locked" at once); a write that matches nothing takes the lock now.
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute("UPDATE nexus_queue_settings SET queue = queue WHERE 1 = 0")
 
 
@@ -282,7 +326,7 @@ class MySQLEngine(Engine):
 
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)
-        with self.connection.cursor() as cursor:
+        with self.cursor() as cursor:
             unchanged = self._stored_equal(cursor, table, rows) if idempotent else set()
             pairs = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
             guard = "message_hash = VALUES(message_hash)"
@@ -307,8 +351,12 @@ class MySQLEngine(Engine):
                 .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), status=Status.PENDING)
                 .order_by("id")[:count]
             )
-            changes = {"status": Status.LEASED, "lease_expires_at": lease_until, "correlation_id": correlation_id,
-                       "updated_at": now}
+            changes = {
+                "status": Status.LEASED,
+                "lease_expires_at": lease_until,
+                "correlation_id": correlation_id,
+                "updated_at": now,
+            }
             manager.filter(pk__in=[i.pk for i in items]).update(attempts=F("attempts") + 1, **changes)
         for item in items:
             item.__dict__.update(changes, attempts=item.attempts + 1)
@@ -319,7 +367,7 @@ class MySQLEngine(Engine):
     ) -> list[int]:
         table = self.quote(model._meta.db_table)
         where, where_params = self._leased_where(ids, correlation_id)
-        with transaction.atomic(using=self.alias), self.connection.cursor() as cursor:
+        with transaction.atomic(using=self.alias), self.cursor() as cursor:
             cursor.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", where_params)
             held = [r[0] for r in cursor.fetchall()]
             if held:
@@ -352,6 +400,19 @@ def engine_for(alias: str) -> Engine:
         raise ConfigurationError(
             f"Database {alias!r} uses {connection.vendor}; nexus_queues supports PostgreSQL, MariaDB/MySQL and SQLite."
         ) from None
+
+
+@cache
+def _preparing_cursor() -> type:
+    """A psycopg cursor class that prepares every statement (Django turns psycopg's own
+    preparing off), defined on first use so that psycopg is imported only for PostgreSQL."""
+    import psycopg
+
+    class PreparingCursor(psycopg.Cursor):  # type: ignore[type-arg]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            return super().execute(query, params, **{"prepare": True, **kwargs})
+
+    return PreparingCursor
 
 
 def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:

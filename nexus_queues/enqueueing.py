@@ -176,10 +176,6 @@ def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[An
         placement.status,
         placement.process_at,
         placement.expires_at,
-        0,
-        "",
-        "",
-        "",
         now,
         now,
     ]

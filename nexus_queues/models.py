@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.apps import apps
 from django.db import models
+from django.db.models import Q
 
 from .exceptions import ConfigurationError
 from .fields import MessageField
@@ -66,10 +67,11 @@ class QueueItem(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     correlation_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (NULL: never leased)
-    attempts = models.PositiveIntegerField(default=0)
-    error_type = models.CharField(max_length=255, blank=True, default="")
-    error_message = models.TextField(blank=True, default="")
-    error_traceback = models.TextField(blank=True, default="")
+    # Database defaults too, so that enqueue statements leave these columns out.
+    attempts = models.PositiveIntegerField(default=0, db_default=0)
+    error_type = models.CharField(max_length=255, blank=True, default="", db_default="")
+    error_message = models.TextField(blank=True, default="", db_default="")
+    error_traceback = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     processed_at = models.DateTimeField(null=True, blank=True)
@@ -111,6 +113,25 @@ class QueueItem(models.Model):
         from .updates import set_status
 
         return bool(set_status([self], status))
+
+
+class PartialIndex(models.Index):
+    """An index limited to the rows matching ``where`` on engines with partial indexes, and a
+    plain index on the others (MariaDB/MySQL), so that rows outside it cost nothing to insert."""
+
+    def __init__(self, *, where: Q, **kwargs: Any) -> None:
+        self.where = where
+        super().__init__(**kwargs)
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        return path, args, {**kwargs, "where": self.where}
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        index: models.Index = self
+        if schema_editor.connection.features.supports_partial_indexes:
+            index = models.Index(fields=self.fields, name=self.name, condition=self.where)
+        return models.Index.create_sql(index, model, schema_editor, using, **kwargs)
 
 
 class QueueSettings(models.Model):
@@ -179,18 +200,20 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
         "verbose_name_plural": options.queue,
         "indexes": [
             models.Index(fields=["status", "id"], name=index_name(table, "status")),
-            models.Index(fields=["status", "process_at"], name=index_name(table, "due")),
-            models.Index(fields=["expires_at"], name=index_name(table, "expires")),
+            PartialIndex(
+                fields=["status", "process_at"], name=index_name(table, "due"), where=Q(status=Status.SLEEPING.value)
+            ),
+            PartialIndex(fields=["expires_at"], name=index_name(table, "expires"), where=Q(expires_at__isnull=False)),
             # The admin's date filter and a job run's messages. Every index costs each enqueue
             # and status change, so rarer filters (updated, has error) read the table instead.
             models.Index(fields=["created_at"], name=index_name(table, "created")),
-            models.Index(fields=["correlation_id"], name=index_name(table, "corrid")),
+            PartialIndex(
+                fields=["correlation_id"], name=index_name(table, "corrid"), where=Q(correlation_id__isnull=False)
+            ),
         ],
     }
     if message_class.has_identity:
-        meta_attrs["constraints"] = [
-            models.UniqueConstraint(fields=["message_id"], name=index_name(table, "msgid"))
-        ]
+        meta_attrs["constraints"] = [models.UniqueConstraint(fields=["message_id"], name=index_name(table, "msgid"))]
     attrs = {
         "__module__": module,
         "__qualname__": f"{message_class.__qualname__}QueueItem",

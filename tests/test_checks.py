@@ -45,3 +45,12 @@ def test_check_tables__missing_table_warns():
     finally:
         with connection.schema_editor() as editor:
             editor.create_model(Greeting.model)
+
+
+@pytest.mark.django_db
+def test_partial_index__limited_where_the_engine_can():
+    """The due, expires and correlation indexes skip other rows where the engine has partial indexes."""
+    due = next(i for i in Greeting.model._meta.indexes if i.name.endswith("_due"))
+    sql = str(due.create_sql(Greeting.model, connection.schema_editor()))
+    assert ("WHERE" in sql) is connection.features.supports_partial_indexes
+    assert "process_at" in sql
