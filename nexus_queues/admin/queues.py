@@ -165,7 +165,7 @@ class QueueItemAdmin(admin.ModelAdmin):
         overview = queue_overview(self.model.message_class, self.count_limit)
         context = {
             "overview": overview,
-            "status_badges": [(status_badge(s), n) for s, n in overview.counts.items()],
+            "status_badges": [(s, status_badge(s), n) for s, n in overview.counts.items()],
             "settings_form": QueueSettingsForm(
                 initial={"default_status": overview.default_status, "processing_enabled": overview.processing_enabled}
             ),
