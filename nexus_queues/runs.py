@@ -22,9 +22,6 @@ from .updates import mark_error, mark_processed, reschedule
 
 logger = logging.getLogger("nexus_queues.worker")
 
-WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
-
-
 @dataclass
 class _Sorted:
     done: list[QueueItem] = field(default_factory=list)
@@ -57,7 +54,8 @@ def run_job(job: type[QueueJob], heartbeat: Heartbeat) -> int:
 def _lease(job: type[QueueJob], cid: str) -> tuple[list[QueueItem], JobRun]:
     options = job.message_class.queue_options
     now = timezone.now()
-    run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=WORKER_ID[:255], started_at=now)
+    worker = f"{socket.gethostname()}:{os.getpid()}"[:255]  # read per run: a forked worker has its own pid
+    run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker, started_at=now)
     with transaction.atomic(using=options.database):
         items = lease(job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now)
         if items:
