@@ -18,7 +18,7 @@ from .heartbeat import Heartbeat
 from .jobs import Outcome, QueueJob, correlation_id
 from .leasing import lease
 from .models import JobRun, QueueItem
-from .updates import mark_error, mark_processed, reschedule
+from .updates import mark_error, mark_processed, reschedule, retry_later
 
 logger = logging.getLogger("nexus_queues.worker")
 
@@ -26,7 +26,7 @@ logger = logging.getLogger("nexus_queues.worker")
 class _Sorted:
     done: list[QueueItem] = field(default_factory=list)
     later: dict[datetime, list[QueueItem]] = field(default_factory=lambda: defaultdict(list))
-    retries: dict[datetime, list[QueueItem]] = field(default_factory=lambda: defaultdict(list))
+    retries: list[tuple[QueueItem, BaseException, datetime]] = field(default_factory=list)
     failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
 
 
@@ -86,7 +86,7 @@ def _sort(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outc
             if retry is None:
                 result.failed.append((item, outcome))
             else:
-                result.retries[retry].append(item)
+                result.retries.append((item, outcome, retry))
         else:
             result.failed.append((item, TypeError(f"{type(outcome).__name__} is not a datetime, exception or None.")))
     return result
@@ -98,7 +98,7 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
     with transaction.atomic(using=alias):
         run.processed = len(mark_processed(outcome.done, now=now)) if outcome.done else 0
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
-        retries = [len(reschedule(batch, at, now=now)) for at, batch in outcome.retries.items()]
+        retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
         run.errors = sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now

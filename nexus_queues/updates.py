@@ -52,11 +52,7 @@ def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -
 def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
     """Error, keeping the exception's type, message and traceback."""
     now = now or timezone.now()
-    error = (
-        f"{type(exc).__module__}.{type(exc).__qualname__}"[:255],
-        str(exc),
-        "".join(traceback.format_exception(exc)),
-    )
+    error = _describe(exc)
     return _fenced(
         items,
         "error",
@@ -90,6 +86,27 @@ def reschedule(
         process_at=at,
         updated_at=now,
         **({"attempts": 0} if reset_attempts else {}),
+    )
+
+
+def retry_later(
+    items: Iterable[QueueItem], exc: BaseException, at: datetime, *, now: datetime | None = None
+) -> list[int]:
+    """Sleeping until ``at`` for another attempt, keeping the exception that failed this one."""
+    now = now or timezone.now()
+    error = _describe(exc)
+    return _fenced(
+        items,
+        "retried",
+        f"status = %s, process_at = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, "
+        f"{_CLEAR_LEASE}",
+        lambda e: [Status.SLEEPING, e.adapt(at), *error, e.adapt(now)],
+        status=Status.SLEEPING,
+        process_at=at,
+        error_type=error[0],
+        error_message=error[1],
+        error_traceback=error[2],
+        updated_at=now,
     )
 
 
@@ -176,6 +193,11 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
         if moved:
             engine.notify(message_class.queue_name())
     return counts
+
+
+def _describe(exc: BaseException) -> tuple[str, str, str]:
+    """An exception's dotted type (at most 255 characters), message and formatted traceback."""
+    return f"{type(exc).__module__}.{type(exc).__qualname__}"[:255], str(exc), "".join(traceback.format_exception(exc))
 
 
 def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list[QueueItem]]]:

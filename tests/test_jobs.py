@@ -9,7 +9,7 @@ from nexus_queues import QueueJob, Status, enqueue, enqueue_many, lease, previou
 from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
 from nexus_queues.jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
-from nexus_queues.updates import renew_leases, reschedule
+from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
 from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob
 from tests.testapp.queues import Audit, Greeting, Product
@@ -157,3 +157,18 @@ def test_set_processing_enabled__stored_per_queue():
     assert QueueSettings.objects.get(queue="greetings").processing_enabled is False
     set_processing_enabled(Greeting, True)
     assert QueueSettings.objects.get(queue="greetings").processing_enabled is True
+
+
+@pytest.mark.django_db
+def test_retry_later__sleeps_with_the_failure_kept():
+    """A failed attempt to be retried sleeps until its time and shows why it failed."""
+    enqueue(GreetingFactory.build())
+    [item] = lease(Greeting, 1)
+    at = timezone.now() + timedelta(seconds=30)
+    try:
+        raise KeyError("missing")
+    except KeyError as exc:
+        assert retry_later([item], exc, at) == [item.pk]
+    stored = Greeting.model.objects.get()
+    assert (stored.status, stored.process_at, stored.attempts) == (Status.SLEEPING, at, 1)
+    assert stored.error_type == "builtins.KeyError" and 'raise KeyError("missing")' in stored.error_traceback
