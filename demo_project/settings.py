@@ -67,10 +67,3 @@ STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 NEXUS_QUEUES = {}
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"nexus_queues": {"handlers": ["console"], "level": env("NEXUS_LOG_LEVEL", default="INFO")}},
-}

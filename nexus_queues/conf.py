@@ -88,13 +88,16 @@ class Settings:
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
 
 
+_NAMES = frozenset(f.name for f in fields(Settings))
+
+
 def _read(name: str) -> Any:
     user = getattr(django_settings, "NEXUS_QUEUES", {}) or {}
-    unknown = set(user) - {f.name for f in fields(Settings)}
+    unknown = set(user) - _NAMES
     if unknown:
         raise ConfigurationError(
             f"Unknown NEXUS_QUEUES setting(s): {', '.join(sorted(unknown))}. "
-            f"Known: {', '.join(f.name for f in fields(Settings))}."
+            f"Known: {', '.join(sorted(_NAMES))}."
         )
     value = user.get(name, getattr(Settings, name))
     return tuple(value) if name == "MODULES" else value

@@ -18,8 +18,8 @@ from nexus_queues import enqueue_many
 from tests.testapp.queues import Greeting
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
-REQUIRED = os.environ.get("NEXUS_BROWSER_TESTS") == "required"
-"""CI sets NEXUS_BROWSER_TESTS=required, so that a missing browser fails rather than skips."""
+REQUIRED = os.environ.get("NEXUS_BROWSER_TESTS") == "required" or os.environ.get("CI") == "true"
+"""In CI (or with NEXUS_BROWSER_TESTS=required) a missing browser fails rather than skips."""
 playwright_api = importlib.import_module("playwright.sync_api") if REQUIRED else pytest.importorskip(
     "playwright.sync_api"
 )
