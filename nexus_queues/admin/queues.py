@@ -134,9 +134,11 @@ class QueueItemAdmin(admin.ModelAdmin):
             return MessageJSONField(label="message")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
         """Our delete, which confirms with a count, instead of Django's, which lists every row."""
-        actions = super().get_actions(request)
+        # action_location exists from Django 6.1 on; pass it only where Django gave it.
+        where = {} if action_location is None else {"action_location": action_location}
+        actions = super().get_actions(request, **where)
         actions.pop("delete_selected", None)
         return actions
 

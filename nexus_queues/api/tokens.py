@@ -53,4 +53,4 @@ class TokenAuth(HttpBearer):
 
 
 def _fingerprint(user: Any) -> str:
-    return salted_hmac(SALT, user.password).hexdigest()[:32]
+    return salted_hmac(SALT, user.password, algorithm="sha256").hexdigest()[:32]
