@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import FieldError, ValidationError
 from django.utils import timezone
 
-from .engines import engine_for
+from .engines import Engine, engine_for
 from .exceptions import InvalidLookup, InvalidMessage
 from .messages import QueueMessage
 from .models import QueueItem, QueueSettings
@@ -29,24 +29,23 @@ def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -
     """Processed (the message becomes the previous version), or deleted when the queue keeps
     no processed messages. Only rows still leased by their item's lease change; returns their ids."""
     now = now or timezone.now()
-    done = []
-    for model, correlation_id, batch in _leases(items):
-        engine = engine_for(model.message_class.queue_options.database)
+
+    def complete(engine: Engine, model: type[QueueItem], correlation_id: str, batch: list[QueueItem]) -> list[int]:
         ids = [item.pk for item in batch]
-        if model.message_class.queue_options.keeps_processed:
-            changed = engine.update_leased(
-                model,
-                ids,
-                correlation_id,
-                f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, "
-                f"{_CLEAR_LEASE}, {_CLEAR_ERROR}",
-                [Status.PROCESSED, engine.adapt(now), engine.adapt(now)],
-            )
-            _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
-        else:
-            changed = engine.delete_leased(model, ids, correlation_id)
-        done += _report(model, correlation_id, batch, changed, "processed")
-    return done
+        if not model.message_class.queue_options.keeps_processed:
+            return engine.delete_leased(model, ids, correlation_id)
+        changed = engine.update_leased(
+            model,
+            ids,
+            correlation_id,
+            f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, "
+            f"{_CLEAR_LEASE}, {_CLEAR_ERROR}",
+            [Status.PROCESSED, engine.adapt(now), engine.adapt(now)],
+        )
+        _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
+        return changed
+
+    return _per_lease(items, "processed", complete)
 
 
 def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
@@ -63,6 +62,7 @@ def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime 
         error_message=error[1],
         error_traceback=error[2],
         updated_at=now,
+        lease_expires_at=None,
     )
 
 
@@ -85,6 +85,7 @@ def reschedule(
         status=Status.SLEEPING,
         process_at=at,
         updated_at=now,
+        lease_expires_at=None,
         **({"attempts": 0} if reset_attempts else {}),
     )
 
@@ -107,25 +108,21 @@ def retry_later(
         error_message=error[1],
         error_traceback=error[2],
         updated_at=now,
+        lease_expires_at=None,
     )
 
 
 def renew_leases(items: Iterable[QueueItem], until: datetime, *, now: datetime | None = None) -> list[int]:
     """Extend the leases still held by their item's lease to ``until`` (a running job's heartbeat)."""
     now = now or timezone.now()
-    renewed = []
-    for model, correlation_id, batch in _leases(items):
-        engine = engine_for(model.message_class.queue_options.database)
-        changed = engine.update_leased(
-            model,
-            [i.pk for i in batch],
-            correlation_id,
-            "lease_expires_at = %s, updated_at = %s",
-            [engine.adapt(until), engine.adapt(now)],
-        )
-        _apply(batch, changed, lease_expires_at=until, updated_at=now)
-        renewed += _report(model, correlation_id, batch, changed, "renewed")
-    return renewed
+    return _fenced(
+        items,
+        "renewed",
+        "lease_expires_at = %s, updated_at = %s",
+        lambda e: [e.adapt(until), e.adapt(now)],
+        lease_expires_at=until,
+        updated_at=now,
+    )
 
 
 def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None = None) -> list[int]:
@@ -139,6 +136,7 @@ def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None 
         lambda e: [status, e.adapt(now)],
         status=status,
         updated_at=now,
+        lease_expires_at=None,
     )
 
 
@@ -171,7 +169,8 @@ def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> No
     message_class = registry.resolve(queue)
     # A new settings row must keep the queue's current default status, not the column's "Pending".
     QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
-        queue=message_class.queue_name(), defaults={"processing_enabled": bool(enabled)},
+        queue=message_class.queue_name(),
+        defaults={"processing_enabled": bool(enabled)},
         create_defaults={"processing_enabled": bool(enabled), "default_status": default_status(message_class)},
     )
 
@@ -209,14 +208,24 @@ def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list
     return [(model, cid, batch) for (model, cid), batch in groups.items()]
 
 
-def _fenced(items: Iterable[QueueItem], what: str, assignments: str, params: Any, **fields: Any) -> list[int]:
+def _per_lease(items: Iterable[QueueItem], what: str, act: Callable[..., list[int]]) -> list[int]:
+    """``act(engine, model, correlation_id, batch)`` per lease; returns the ids it changed, logs the rest."""
     done = []
     for model, correlation_id, batch in _leases(items):
         engine = engine_for(model.message_class.queue_options.database)
-        changed = engine.update_leased(model, [i.pk for i in batch], correlation_id, assignments, params(engine))
-        _apply(batch, changed, lease_expires_at=None, **fields)
-        done += _report(model, correlation_id, batch, changed, what)
+        done += _report(model, correlation_id, batch, act(engine, model, correlation_id, batch), what)
     return done
+
+
+def _fenced(items: Iterable[QueueItem], what: str, assignments: str, params: Any, **fields: Any) -> list[int]:
+    """``SET assignments`` on the rows still leased by their item's lease; ``fields`` mirror it on the items."""
+
+    def update(engine: Engine, model: type[QueueItem], correlation_id: str, batch: list[QueueItem]) -> list[int]:
+        changed = engine.update_leased(model, [i.pk for i in batch], correlation_id, assignments, params(engine))
+        _apply(batch, changed, **fields)
+        return changed
+
+    return _per_lease(items, what, update)
 
 
 def _apply(batch: Sequence[QueueItem], changed: Sequence[int], **fields: Any) -> None:
