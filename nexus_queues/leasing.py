@@ -10,7 +10,7 @@ from django.utils import timezone
 from .engines import engine_for
 from .exceptions import InvalidMessage
 from .messages import QueueMessage
-from .models import QueueItem
+from .models import JobRun, QueueItem
 from .registry import registry
 from .status import Status
 
@@ -24,11 +24,13 @@ def lease(
     lease_time: timedelta = DEFAULT_LEASE_TIME,
     correlation_id: str | None = None,
     now: datetime | None = None,
+    run: JobRun | None = None,
 ) -> list[QueueItem]:
     """Lease up to ``count`` Pending messages in FIFO order until now + ``lease_time``.
 
     Every call gets its own correlation id (a new one unless given), stored on the rows and
-    used to fence their completion. Returns the leased items in FIFO order.
+    used to fence their completion. Returns the leased items in FIFO order. A job ``run``, when
+    given, is recorded in the same transaction if anything was leased (the worker's runs are).
     """
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise InvalidMessage(f"count must be a positive integer, got {count!r}.")
@@ -43,6 +45,7 @@ def lease(
         now=now,
         lease_until=now + lease_time,
         correlation_id=correlation_id or uuid.uuid4().hex,
+        run=run,
     )
 
 

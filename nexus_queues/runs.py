@@ -56,11 +56,7 @@ def _lease(job: type[QueueJob], cid: str) -> tuple[list[QueueItem], JobRun]:
     now = timezone.now()
     worker = f"{socket.gethostname()}:{os.getpid()}"[:255]  # read per run: a forked worker has its own pid
     run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker, started_at=now)
-    with transaction.atomic(using=options.database):
-        items = lease(job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now)
-        if items:
-            run.leased = len(items)
-            run.save(using=options.database)
+    items = lease(job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run)
     return items, run
 
 

@@ -3,12 +3,14 @@
 from datetime import timedelta
 
 import pytest
+from django.db import IntegrityError
 from django.utils import timezone
 
-from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease
+from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease, mark_processed
 from nexus_queues.exceptions import InvalidMessage, NotRegistered
+from nexus_queues.models import JobRun
 from tests.factories import GreetingFactory
-from tests.testapp.queues import Greeting
+from tests.testapp.queues import Greeting, Inventory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +43,47 @@ def test_lease__one_correlation_id_per_call():
     assert set(
         Greeting.model.objects.filter(pk__in=[i.pk for i in second]).values_list("correlation_id", flat=True)
     ) == {"run-42"}
+
+
+def test_lease__items_are_the_stored_rows():
+    """A leased item holds every column as the ORM would load it, the previous version included."""
+    enqueue(Inventory(sku="A", quantity=1))
+    mark_processed(lease(Inventory, 1))
+    enqueue(Inventory(sku="A", quantity=2), expires_at=timezone.now() + timedelta(hours=1))
+    [item] = lease(Inventory, 1)
+    stored = Inventory.model.objects.get(pk=item.pk)
+    for field in Inventory.model._meta.concrete_fields:
+        assert getattr(item, field.attname) == getattr(stored, field.attname), field.name
+    assert item.message.quantity == 2 and item.previous_message.quantity == 1
+    assert item._state.db == "default" and not item._state.adding
+
+
+def test_lease__records_the_run_only_when_it_leases():
+    """A job run given to lease is saved with its leased count; an empty lease saves none."""
+    now = timezone.now()
+    empty = JobRun(job="Greet", queue="greetings", correlation_id="run-0", worker="here:1", started_at=now)
+    assert lease(Greeting, 5, correlation_id="run-0", run=empty) == []
+    assert empty.pk is None and not JobRun.objects.exists()
+    enqueue_many(GreetingFactory.build_batch(3))
+    run = JobRun(job="Greet", queue="greetings", correlation_id="run-1", worker="here:1", started_at=now)
+    items = lease(Greeting, 5, correlation_id="run-1", run=run)
+    stored = JobRun.objects.get()
+    assert (stored.pk, stored.leased, stored.correlation_id, stored.started_at) == (run.pk, 3, "run-1", now)
+    assert stored.finished_at is None and stored.processed == 0
+    assert run.leased == 3 and len(items) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lease__run_that_cannot_be_recorded_leases_nothing():
+    """The claim and its run are one transaction: when the run fails to save, the messages stay Pending."""
+    now = timezone.now()
+    JobRun.objects.create(job="Greet", queue="greetings", correlation_id="taken", worker="here:1", started_at=now)
+    enqueue_many(GreetingFactory.build_batch(2))
+    clash = JobRun(job="Greet", queue="greetings", correlation_id="taken", worker="here:2", started_at=now)
+    with pytest.raises(IntegrityError):
+        lease(Greeting, 5, correlation_id="taken", run=clash)
+    assert set(Greeting.model.objects.values_list("status", flat=True)) == {Status.PENDING}
+    assert JobRun.objects.count() == 1
 
 
 def test_lease__by_queue_name():
