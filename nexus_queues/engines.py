@@ -195,7 +195,7 @@ class Engine:
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
     ) -> tuple[str, list[Any]]:
         """The claim statement, returning every column of the leased rows in the model's field order."""
-        columns = ", ".join(self.quote(f.column) for f in model._meta.concrete_fields)
+        columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
         sql = CLAIM_SQL.format(table=self.quote(model._meta.db_table), lock=self.claim_lock, columns=columns)
         return sql, [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
 
@@ -206,13 +206,14 @@ class Engine:
         queryset's cost per statement, which is most of a single-message lease's time in Python.
         """
         converters = _converters(self.connection, model)
+        names = [f.attname for f in model._meta.concrete_fields]
         items = []
         for row in rows:
             values = list(row)
             for i, column, column_converters in converters:
                 for convert in column_converters:
                     values[i] = convert(values[i], column, self.connection)
-            items.append(model.from_db(self.alias, None, values))
+            items.append(model.from_db(self.alias, names, values))
         return sorted(items, key=lambda item: item.pk)
 
     def update_leased(
@@ -331,7 +332,7 @@ class PostgresEngine(Engine):
             model, count, now=now, lease_until=lease_until, correlation_id=correlation_id
         )
         fields = [f for f in run._meta.local_concrete_fields if not f.primary_key]
-        columns = ", ".join(self.quote(f.column) for f in fields)
+        columns = ", ".join(self.quote(str(f.column)) for f in fields)
         values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
         params += [
             f.get_db_prep_save(getattr(run, f.attname), self.connection) for f in fields if f.attname != "leased"
