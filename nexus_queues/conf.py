@@ -27,6 +27,10 @@ class Settings:
     NOTIFY_CHANNEL: str = "nexus_queues"
     """The LISTEN/NOTIFY channel name."""
 
+    PREPARED_STATEMENTS: bool = True
+    """On PostgreSQL, prepare the hot statements (enqueue, lease, acknowledge) once per connection;
+    turn off behind a transaction-pooling proxy that does not keep them (PgBouncer before 1.21)."""
+
     API_MAX_BODY_BYTES: int = 2_621_440
     """Largest request body the HTTP API reads (413 above it); Django's DATA_UPLOAD_MAX_MEMORY_SIZE caps it too."""
 

@@ -293,11 +293,20 @@ class PostgresEngine(Engine):
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
-        """A server-side-binding psycopg cursor on Django's connection, whatever Django's own binding:
-        psycopg prepares a statement run a few times, so the server stops parsing and planning each
-        enqueue, lease and acknowledgement. Driver errors still become Django's."""
+        """A server-side-binding psycopg cursor on Django's connection, whatever Django's own binding.
+
+        With ``PREPARED_STATEMENTS`` its statements are prepared, so the server parses and plans each
+        enqueue, lease and acknowledgement once per connection (planning the lease alone costs more
+        than running it). Driver errors still become Django's.
+        """
         self.connection.ensure_connection()
-        with self.connection.wrap_database_errors, _preparing_cursor()(self.connection.connection) as cursor:
+        driver_connection = self.connection.connection
+        prepare = settings.PREPARED_STATEMENTS
+        if prepare and driver_connection.prepare_threshold is None:
+            # Django turns psycopg's preparing off (None); a threshold never reached turns it back on
+            # for the statements that ask for it, and for them only.
+            driver_connection.prepare_threshold = NEVER_BY_COUNT
+        with self.connection.wrap_database_errors, _cursor_class(prepare)(driver_connection) as cursor:
             yield cursor
 
     def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
@@ -500,17 +509,21 @@ def _converters(connection: BaseDatabaseWrapper, model: type[QueueItem]) -> list
     return _CONVERTERS[key]
 
 
+NEVER_BY_COUNT = 1 << 62
+"""A psycopg ``prepare_threshold`` no statement reaches: only those executed with ``prepare=True`` are prepared."""
+
+
 @cache
-def _preparing_cursor() -> type:
-    """A psycopg cursor class that prepares every statement (Django turns psycopg's own
-    preparing off), defined on first use so that psycopg is imported only for PostgreSQL."""
+def _cursor_class(prepare: bool) -> type:
+    """A server-side-binding psycopg cursor class, preparing every statement or none; defined on
+    first use so that psycopg is imported only for PostgreSQL."""
     import psycopg
 
-    class PreparingCursor(psycopg.Cursor):  # type: ignore[type-arg]
+    class Cursor(psycopg.Cursor):  # type: ignore[type-arg]
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            return super().execute(query, params, **{"prepare": True, **kwargs})
+            return super().execute(query, params, **{"prepare": prepare, **kwargs})
 
-    return PreparingCursor
+    return Cursor
 
 
 def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
