@@ -6,15 +6,17 @@ capability flags say what each engine can do in one statement.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from . import local_wakeups
 from .conf import settings
 from .status import Status
 
@@ -51,12 +53,25 @@ DEFAULT_STATUS_SQL = "COALESCE((SELECT default_status FROM nexus_queue_settings 
 CLAIM_SQL = """
 UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s,
        attempts = attempts + 1, updated_at = %s
- WHERE id IN (SELECT id FROM {table}
-               WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
-               ORDER BY id LIMIT %s {lock})
+ WHERE {claimed_ids}
 RETURNING {columns}"""
+PICK_SQL = """SELECT id FROM {table} WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
+               ORDER BY id LIMIT %s {lock}"""
 
 Row = Sequence[Any]
+
+
+class Listener(Protocol):
+    """What a waiting loop selects on to hear of new messages."""
+
+    def fileno(self) -> int: ...
+
+    def received(self) -> set[str]:
+        """The queue names notified since the last call."""
+        ...
+
+    def close(self) -> None: ...
+
 _QUOTED_COLUMNS: dict[str, str] = {}
 
 
@@ -67,13 +82,16 @@ class Engine:
     """Can ``enqueue_many`` stream rows with COPY?"""
 
     has_notify: ClassVar[bool] = False
-    """Can an enqueue wake listening workers at once (LISTEN/NOTIFY)?"""
+    """Can an enqueue wake listening workers on every host (LISTEN/NOTIFY)? Elsewhere only this host's."""
 
     can_return_from_update: ClassVar[bool] = True
     """Can UPDATE/INSERT ... RETURNING hand back the rows it changed in the same statement?"""
 
     claim_lock: ClassVar[str] = ""
     """Added to the claim subquery so that concurrent leases skip each other's rows."""
+
+    claimed_ids: ClassVar[str] = "id IN ({pick})"
+    """The claim's WHERE clause: the rows whose ids the ``pick`` subquery chose."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
@@ -147,11 +165,19 @@ class Engine:
             return str(cursor.fetchone()[0])
 
     def notify(self, queue: str, cursor: Any = None) -> None:
-        """Wake listening workers of ``queue`` when this transaction commits (no-op by default)."""
+        """Wake the idle loops of ``queue`` when this transaction commits: by default those on this host."""
+        if local_wakeups.AVAILABLE:
+            database = self.database()
+            transaction.on_commit(lambda: local_wakeups.wake(database, queue), using=self.alias)
 
-    def listen(self) -> Any:
-        """A new autocommit driver connection LISTENing on the wake-up channel, or None (no LISTEN)."""
-        return None
+    def listen(self) -> Listener | None:
+        """A new listener for the wake-ups of :meth:`notify`, or None where there are none."""
+        return local_wakeups.LocalListener(self.database()) if local_wakeups.AVAILABLE else None
+
+    def database(self) -> str:
+        """Names the database (not the alias), the same in every process that uses it."""
+        params = self.connection.settings_dict
+        return f"{self.connection.vendor}://{params['HOST']}:{params['PORT']}/{params['NAME']}"
 
     def take_write_lock(self) -> None:
         """Make the open transaction take the engine's write lock now, before it reads rows it will change.
@@ -196,7 +222,9 @@ class Engine:
     ) -> tuple[str, list[Any]]:
         """The claim statement, returning every column of the leased rows in the model's field order."""
         columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
-        sql = CLAIM_SQL.format(table=self.quote(model._meta.db_table), lock=self.claim_lock, columns=columns)
+        table = self.quote(model._meta.db_table)
+        pick = PICK_SQL.format(table=table, lock=self.claim_lock)
+        sql = CLAIM_SQL.format(table=table, claimed_ids=self.claimed_ids.format(pick=pick), columns=columns)
         return sql, [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
 
     def _items(self, model: type[QueueItem], rows: Sequence[Row]) -> list[QueueItem]:
@@ -290,6 +318,8 @@ class PostgresEngine(Engine):
     has_copy = True
     has_notify = True
     claim_lock = "FOR UPDATE SKIP LOCKED"
+    # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
+    claimed_ids = "id = ANY(ARRAY({pick}))"
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
@@ -389,18 +419,37 @@ class PostgresEngine(Engine):
                 return self.notify(queue, own)
         cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
 
-    def listen(self) -> Any:
+    def listen(self) -> Listener:
         import psycopg
 
         params = self.connection.get_connection_params()
         kept = {k: params[k] for k in ("dbname", "user", "password", "host", "port", "sslmode") if k in params}
-        listener = psycopg.connect(**kept, autocommit=True)
-        listener.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(settings.NOTIFY_CHANNEL)))
-        return listener
+        connection = psycopg.connect(**kept, autocommit=True)
+        connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(settings.NOTIFY_CHANNEL)))
+        return _NotifyListener(connection)
+
+
+class _NotifyListener:
+    """A LISTENing psycopg connection, read like a local listener; it hears every host's enqueues."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def fileno(self) -> int:
+        return int(self.connection.fileno())
+
+    def received(self) -> set[str]:
+        return {notice.payload for notice in self.connection.notifies(timeout=0)}
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 class SQLiteEngine(Engine):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
+
+    def database(self) -> str:
+        return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
 
     def take_write_lock(self) -> None:
         # A deferred transaction that reads first deadlocks with another reader when both upgrade
@@ -428,7 +477,10 @@ class MySQLEngine(Engine):
                 values, params = self._values(model, chunk)
                 sql = f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}"
                 cursor.execute(sql, params)
-        return {row[0] for row in rows} - unchanged
+        stored = {row[0] for row in rows} - unchanged
+        if notify and stored:
+            self.notify(model.message_class.queue_name())
+        return stored
 
     def _claim(
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str

@@ -1,4 +1,4 @@
-"""Waking idle loops: PostgreSQL LISTEN/NOTIFY where the engine has it, a local nudge everywhere."""
+"""Waking idle loops: PostgreSQL LISTEN/NOTIFY, a socket per loop on one host elsewhere, a local nudge everywhere."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import logging
 import os
 import select
 from collections.abc import Iterable
-from typing import Any
 
-from .engines import engine_for
+from .engines import Listener, engine_for
 
 logger = logging.getLogger("nexus_queues.wakeups")
 
@@ -19,32 +18,36 @@ ANY = "*"
 class Wakeups:
     """Sleeps until a queue is notified, :meth:`nudge` is called (e.g. by a signal handler), or a timeout.
 
-    With ``listen`` on, one dedicated connection per database alias LISTENs (PostgreSQL only); a lost
-    listener is reopened on a later wait, and polling (the timeout) stays the fallback meanwhile.
+    With ``listen`` on, one listener per database alias: a LISTENing connection on PostgreSQL, which
+    hears enqueues from every host, elsewhere a socket that hears this host's. A lost listener is
+    reopened on a later wait, and polling (the timeout) stays the fallback meanwhile.
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
-        self._aliases = [a for a in dict.fromkeys(aliases) if listen and engine_for(a).has_notify]
-        self._listeners: dict[str, Any] = {}
+        self._aliases = list(dict.fromkeys(aliases)) if listen else []
+        self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
 
     @property
     def listening(self) -> bool:
-        """Is at least one LISTEN connection open?"""
+        """Is at least one listener open?"""
         return bool(self._listeners)
 
     def connect(self) -> None:
-        """Open the LISTEN connections not open yet; failures are logged and retried on a later wait."""
+        """Open the listeners not open yet; failures are logged and retried on a later wait."""
         for alias in self._aliases:
             if alias not in self._listeners:
                 try:
-                    self._listeners[alias] = engine_for(alias).listen()
+                    listener = engine_for(alias).listen()
+                    if listener is None:
+                        continue
+                    self._listeners[alias] = listener
                     logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
                 except Exception as exc:  # the driver's own errors, e.g. the server is down
                     logger.warning(
-                        "Cannot LISTEN on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}
+                        "Cannot listen on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}
                     )
 
     def nudge(self) -> None:
@@ -65,7 +68,7 @@ class Wakeups:
         return woken
 
     def close(self) -> None:
-        """Close the LISTEN connections and the nudge pipe."""
+        """Close the listeners and the nudge pipe."""
         for conn in self._listeners.values():
             conn.close()
         self._listeners.clear()
@@ -83,7 +86,7 @@ class Wakeups:
     def _drain(self, alias: str) -> set[str]:
         conn = self._listeners[alias]
         try:
-            return {notice.payload for notice in conn.notifies(timeout=0)}
+            return conn.received()
         except Exception as exc:  # the driver's own errors: the server went away
             logger.warning("LISTEN connection to %s lost (%s); reopening.", alias, exc, extra={"action": "listen"})
             del self._listeners[alias]

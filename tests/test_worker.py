@@ -216,9 +216,8 @@ def test_nexus_worker__bad_options_are_refused(manage):
     assert "--concurrency: 0 is less than 1" in command.log()
 
 
-@pytest.mark.engines("postgresql")
-def test_nexus_worker__notify_wakes_an_idle_worker(manage, files):
-    """On PostgreSQL an enqueue wakes a worker sleeping a 600 s peek delay."""
+def test_nexus_worker__enqueue_wakes_an_idle_worker(manage, files):
+    """An enqueue wakes a worker sleeping a 600 s peek delay (NOTIFY on PostgreSQL, a local socket elsewhere)."""
     worker = manage("nexus_worker", "--queue", "greetings", "--peek-delay", "600")
     worker.wait_logged("Listening for wake-ups")
     assert "over 10 s" in worker.log()

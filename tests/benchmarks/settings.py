@@ -27,4 +27,8 @@ if os.environ.get("SERVER_SIDE_BINDING") == "1":
     # Django's default is client-side binding, which never prepares: each statement is
     # parsed and planned by the server on every call. This measures the alternative.
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
-NEXUS_QUEUES = {"MODULES": ["tests.testapp.more_queues"]}
+NEXUS_QUEUES = {
+    "MODULES": ["tests.testapp.more_queues"],
+    # PREPARED_STATEMENTS=0 measures the hot statements planned on every call, as behind PgBouncer.
+    "PREPARED_STATEMENTS": os.environ.get("PREPARED_STATEMENTS", "1") == "1",
+}
