@@ -81,8 +81,8 @@ class Engine:
     has_copy: ClassVar[bool] = False
     """Can ``enqueue_many`` stream rows with COPY?"""
 
-    has_notify: ClassVar[bool] = False
-    """Can an enqueue wake listening workers on every host (LISTEN/NOTIFY)? Elsewhere only this host's."""
+    can_listen: ClassVar[bool] = local_wakeups.AVAILABLE
+    """Can idle loops listen for :meth:`notify`? (Everywhere but on platforms without UNIX sockets.)"""
 
     can_return_from_update: ClassVar[bool] = True
     """Can UPDATE/INSERT ... RETURNING hand back the rows it changed in the same statement?"""
@@ -170,9 +170,9 @@ class Engine:
             database = self.database()
             transaction.on_commit(lambda: local_wakeups.wake(database, queue), using=self.alias)
 
-    def listen(self) -> Listener | None:
-        """A new listener for the wake-ups of :meth:`notify`, or None where there are none."""
-        return local_wakeups.LocalListener(self.database()) if local_wakeups.AVAILABLE else None
+    def listen(self) -> Listener:
+        """A new listener for the wake-ups of :meth:`notify` (only where :attr:`can_listen`): this host's by default."""
+        return local_wakeups.LocalListener(self.database())
 
     def database(self) -> str:
         """Names the database (not the alias), the same in every process that uses it."""
@@ -316,7 +316,7 @@ class PostgresEngine(Engine):
     """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
 
     has_copy = True
-    has_notify = True
+    can_listen = True  # LISTEN/NOTIFY: wake-ups from every host
     claim_lock = "FOR UPDATE SKIP LOCKED"
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     claimed_ids = "id = ANY(ARRAY({pick}))"

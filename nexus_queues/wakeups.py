@@ -24,7 +24,7 @@ class Wakeups:
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
-        self._aliases = list(dict.fromkeys(aliases)) if listen else []
+        self._aliases = [a for a in dict.fromkeys(aliases) if listen and engine_for(a).can_listen]
         self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
@@ -40,10 +40,7 @@ class Wakeups:
         for alias in self._aliases:
             if alias not in self._listeners:
                 try:
-                    listener = engine_for(alias).listen()
-                    if listener is None:
-                        continue
-                    self._listeners[alias] = listener
+                    self._listeners[alias] = engine_for(alias).listen()
                     logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
                 except Exception as exc:  # the driver's own errors, e.g. the server is down
                     logger.warning(
@@ -69,8 +66,8 @@ class Wakeups:
 
     def close(self) -> None:
         """Close the listeners and the nudge pipe."""
-        for conn in self._listeners.values():
-            conn.close()
+        for listener in self._listeners.values():
+            listener.close()
         self._listeners.clear()
         os.close(self._read)
         os.close(self._write)
@@ -84,11 +81,11 @@ class Wakeups:
         return {ANY}
 
     def _drain(self, alias: str) -> set[str]:
-        conn = self._listeners[alias]
+        listener = self._listeners[alias]
         try:
-            return conn.received()
+            return listener.received()
         except Exception as exc:  # the driver's own errors: the server went away
-            logger.warning("LISTEN connection to %s lost (%s); reopening.", alias, exc, extra={"action": "listen"})
+            logger.warning("Listener on %s lost (%s); reopening.", alias, exc, extra={"action": "listen"})
             del self._listeners[alias]
-            conn.close()
+            listener.close()
             return {ANY}
