@@ -72,7 +72,9 @@ class Listener(Protocol):
 
     def close(self) -> None: ...
 
+
 _QUOTED_COLUMNS: dict[str, str] = {}
+_CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
 
 
 class Engine:
@@ -221,11 +223,15 @@ class Engine:
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
     ) -> tuple[str, list[Any]]:
         """The claim statement, returning every column of the leased rows in the model's field order."""
-        columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
-        table = self.quote(model._meta.db_table)
-        pick = PICK_SQL.format(table=table, lock=self.claim_lock)
-        sql = CLAIM_SQL.format(table=table, claimed_ids=self.claimed_ids.format(pick=pick), columns=columns)
-        return sql, [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
+        key = (self.connection.vendor, model)
+        if key not in _CLAIM_STATEMENTS:
+            columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
+            table = self.quote(model._meta.db_table)
+            pick = PICK_SQL.format(table=table, lock=self.claim_lock)
+            claimed_ids = self.claimed_ids.format(pick=pick)
+            _CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
+        params = [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
+        return _CLAIM_STATEMENTS[key], params
 
     def _items(self, model: type[QueueItem], rows: Sequence[Row]) -> list[QueueItem]:
         """Model instances, in FIFO order, of rows holding every column in the model's field order.
@@ -371,19 +377,21 @@ class PostgresEngine(Engine):
             model, count, now=now, lease_until=lease_until, correlation_id=correlation_id
         )
         fields = [f for f in run._meta.local_concrete_fields if not f.primary_key]
-        columns = ", ".join(self.quote(str(f.column)) for f in fields)
-        values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
         params += [
             f.get_db_prep_save(getattr(run, f.attname), self.connection) for f in fields if f.attname != "leased"
         ]
-        sql = (
-            f"WITH claimed AS ({claim_sql}), "
-            f"run AS (INSERT INTO {self.quote(run._meta.db_table)} ({columns}) "
-            f"SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
-            "SELECT claimed.*, (SELECT id FROM run) FROM claimed"
-        )
+        key = (claim_sql, type(run))
+        if key not in _CLAIM_STATEMENTS:
+            columns = ", ".join(self.quote(str(f.column)) for f in fields)
+            values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
+            _CLAIM_STATEMENTS[key] = (
+                f"WITH claimed AS ({claim_sql}), "
+                f"run AS (INSERT INTO {self.quote(run._meta.db_table)} ({columns}) "
+                f"SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
+                "SELECT claimed.*, (SELECT id FROM run) FROM claimed"
+            )
         with self.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(_CLAIM_STATEMENTS[key], params)
             rows = cursor.fetchall()
         if rows:
             run.pk, run.leased = rows[0][-1], len(rows)
