@@ -63,9 +63,9 @@ class Worker:
         )
         self.heartbeat = Heartbeat()
         self.stopping = False
-        self._next_tidy = 0.0
+        self._next_tidy = -math.inf
         self._woken: set[str] = set()
-        self._enabled: tuple[float, list[type[QueueJob]]] = (0.0, [])
+        self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first pass
         check_peek_delay(self.peek_delay)
 
     def stop(self) -> None:
