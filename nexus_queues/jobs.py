@@ -18,8 +18,6 @@ Outcome = datetime | BaseException | None
 """What processing one message came to: done (None), run again at a time, or failed."""
 
 _previous: contextvars.ContextVar[QueueMessage | None] = contextvars.ContextVar("nexus_previous", default=None)
-correlation_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("nexus_correlation_id", default=None)
-"""The correlation id of the job run this code is part of (None outside a run)."""
 
 
 def previous_message() -> QueueMessage | None:

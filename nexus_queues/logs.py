@@ -1,10 +1,15 @@
-"""Log records of a job run carry its correlation id as ``nexus.correlation_id``."""
+"""Log records of a job run carry its correlation id as ``nexus.correlation_id``.
+
+Imports nothing of Django's apps: ``LOGGING`` loads this module before the apps are ready.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 
-from .jobs import correlation_id
+correlation_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("nexus_correlation_id", default=None)
+"""The correlation id of the job run this code is part of (None outside a run)."""
 
 FIELD = "nexus.correlation_id"
 FORMAT = "%(asctime)s %(levelname)s %(name)s [%(nexus.correlation_id)s] %(message)s"

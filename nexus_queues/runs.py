@@ -15,8 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from .heartbeat import Heartbeat
-from .jobs import Outcome, QueueJob, correlation_id
+from .jobs import Outcome, QueueJob
 from .leasing import lease
+from .logs import correlation_id
 from .models import JobRun, QueueItem
 from .updates import mark_error, mark_processed, reschedule, retry_later
 

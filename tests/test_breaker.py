@@ -4,8 +4,7 @@ import logging
 from datetime import timedelta
 
 from nexus_queues.breaker import CircuitBreaker, RateLimit
-from nexus_queues.jobs import correlation_id
-from nexus_queues.logs import CorrelationIdFilter
+from nexus_queues.logs import CorrelationIdFilter, correlation_id
 from nexus_queues.worker import check_peek_delay
 
 

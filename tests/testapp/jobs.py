@@ -10,7 +10,8 @@ from pathlib import Path
 from django.utils import timezone
 
 from nexus_queues import QueueJob, previous_message
-from nexus_queues.jobs import Outcome, correlation_id
+from nexus_queues.jobs import Outcome
+from nexus_queues.logs import correlation_id
 from nexus_queues.models import QueueItem
 
 from .more_queues import Ping
