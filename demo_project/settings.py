@@ -56,10 +56,6 @@ TEMPLATES = [
 WSGI_APPLICATION = "demo_project.wsgi.application"
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'demo.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
-    import pymysql
-
-    pymysql.install_as_MySQLdb()
 
 USE_TZ = True
 TIME_ZONE = "UTC"

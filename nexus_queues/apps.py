@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
 
 from django.apps import AppConfig, apps
 from django.utils.module_loading import autodiscover_modules
+
+
+def use_pymysql_for_mysql() -> None:
+    """Let Django's MySQL backend run on PyMySQL (the ``mysql`` extra) when mysqlclient is not installed.
+
+    Django imports its backend on first use of a connection, after the apps' configs are imported.
+    """
+    if find_spec("MySQLdb") is None and find_spec("pymysql") is not None:
+        import pymysql
+
+        pymysql.install_as_MySQLdb()
+
+
+use_pymysql_for_mysql()
 
 
 class NexusQueuesConfig(AppConfig):

@@ -25,6 +25,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
+def run_django() -> object:
+    """Run ``code`` after ``django.setup()`` in a fresh interpreter with ``settings``; returns the finished process."""
+
+    def run(code: str, settings: str = "tests.settings") -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings, "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-c", "import django; django.setup()\n" + code]
+        return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    return run
+
+
+@pytest.fixture
 def child_env(transactional_db: None) -> dict[str, str]:
     """Environment for a subprocess that must see this test's committed rows."""
     return {

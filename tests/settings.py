@@ -56,9 +56,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(Path(DATABASES["default"]["NAME"]).with_suffix(".test.sqlite3"))}
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
-    import pymysql
-
-    pymysql.install_as_MySQLdb()
     DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
 # Subprocesses started by tests connect straight to the test database.
 if os.environ.get("NEXUS_TEST_DB_NAME"):
