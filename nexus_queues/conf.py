@@ -91,6 +91,9 @@ class Settings:
     ADMIN: bool = True
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
 
+    HEALTH_WARNINGS_AS_ERRORS: bool = True
+    """Does a degraded queue (a health warning) make the health page answer 500? False: 200, warning shown."""
+
 
 _NAMES = frozenset(f.name for f in fields(Settings))
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Min
 from django.utils import timezone
 
+from .counting import count_up_to
 from .messages import HealthStatus, QueueMessage, QueueOptions
 from .status import Status
 
 FAILED = (Status.ERROR, Status.ABANDONED)
+COUNT_LIMIT = 10_000
+"""Health counts stop here (and read as ``10000+``), so a check never scans a big queue whole."""
 _RANK = {HealthStatus.HEALTHY: 0, HealthStatus.DEGRADED: 1, HealthStatus.UNHEALTHY: 2}
 
 
@@ -20,10 +22,11 @@ class QueueState:
     """The figures the health policy looks at."""
 
     failed: int
-    """Messages in Error or Abandoned."""
+    """Messages in Error or Abandoned (counted up to a limit)."""
     pending: int
+    """Pending messages (counted up to a limit, or just past the queue's ``health_max_pending``)."""
     oldest_pending_wait: timedelta | None
-    """How long the longest-waiting Pending message has been Pending."""
+    """How long the Pending message first in line has been Pending."""
 
 
 @dataclass(frozen=True)
@@ -58,19 +61,28 @@ def evaluate(state: QueueState, options: QueueOptions) -> QueueHealth:
     return QueueHealth(worst, tuple(reason for _, reason in findings))
 
 
-def queue_state(message_class: type[QueueMessage], now: datetime | None = None) -> QueueState:
-    """Count a queue's failed and Pending messages and find the longest Pending wait (two indexed queries)."""
+def queue_state(
+    message_class: type[QueueMessage], now: datetime | None = None, *, limit: int = COUNT_LIMIT
+) -> QueueState:
+    """The health figures, each read from an index and bounded: counts stop at ``limit`` (or just past the
+    Pending threshold), and the wait is that of the message first in line, not a scan of every Pending row."""
     now = now or timezone.now()
-    rows = message_class.model.objects.using(message_class.queue_options.database)
-    failed = rows.filter(status__in=FAILED).count()
-    pending = rows.pending().aggregate(count=Count("id"), since=Min("updated_at"))
-    wait = None if pending["since"] is None else now - pending["since"]
-    return QueueState(failed=failed, pending=pending["count"], oldest_pending_wait=wait)
+    options = message_class.queue_options
+    rows = message_class.model.objects.using(options.database)
+    pending = rows.pending()
+    first_in_line = pending.order_by("id").values_list("updated_at", flat=True).first()
+    return QueueState(
+        failed=count_up_to(rows.filter(status__in=FAILED), limit),
+        pending=count_up_to(pending, max(limit, (options.health_max_pending or 0) + 1)),
+        oldest_pending_wait=None if first_in_line is None else now - first_in_line,
+    )
 
 
-def queue_health(message_class: type[QueueMessage], now: datetime | None = None) -> QueueHealth:
+def queue_health(
+    message_class: type[QueueMessage], now: datetime | None = None, *, limit: int = COUNT_LIMIT
+) -> QueueHealth:
     """The queue's health now."""
-    return evaluate(queue_state(message_class, now), message_class.queue_options)
+    return evaluate(queue_state(message_class, now, limit=limit), message_class.queue_options)
 
 
 def _seconds(delta: timedelta) -> str:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from django.db import DatabaseError, connections
+from django.http import HttpResponse
 from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 from health_check.views import HealthCheckView
 
+from .conf import settings
 from .health import queue_health
 from .messages import HealthStatus
 from .registry import registry
@@ -51,6 +54,22 @@ def queue_checks() -> list[QueueCheck]:
 
 class QueueHealthCheckView(HealthCheckView):
     """django-health-check's page with the view's ``checks`` followed by one check per queue."""
+
+    warnings_as_errors: bool | None = None
+    """Does a warning alone (a degraded queue) make the page answer 500? None: ``HEALTH_WARNINGS_AS_ERRORS``."""
+
+    async def get(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+        """django-health-check's answer; 200 rather than 500 when every failure is a warning and warnings pass."""
+        response: HttpResponse = await super().get(request, *args, **kwargs)
+        if response.status_code == 500 and not self._warnings_fail() and self._only_warnings():
+            response.status_code = 200
+        return response
+
+    def _warnings_fail(self) -> bool:
+        return settings.HEALTH_WARNINGS_AS_ERRORS if self.warnings_as_errors is None else self.warnings_as_errors
+
+    def _only_warnings(self) -> bool:
+        return all(isinstance(result.error, ServiceWarning) for result in self.results if result.error is not None)
 
     def get_checks(self) -> Iterator[HealthCheck]:
         """The configured checks, then the queues'."""

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many, lease, mark_error
 from nexus_queues.admin import QueueItemAdmin, autoregister, group_queues_by_category
-from nexus_queues.admin.counting import AtLeast
+from nexus_queues.counting import AtLeast
 from nexus_queues.models import JobRun, QueueSettings
 from nexus_queues.registry import registry
 from nexus_queues.updates import default_status

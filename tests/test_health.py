@@ -4,12 +4,15 @@ import dataclasses
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 
 from nexus_queues import QueueMessage, Status, abandon_expired_leases, enqueue_many, lease
 from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.counting import AtLeast
 from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.health_checks import QueueCheck, QueueHealthCheckView, queue_checks
 from nexus_queues.messages import HealthStatus
@@ -115,6 +118,39 @@ def test_queue_state__oldest_pending_wait():
 
 
 @pytest.mark.django_db
+def test_queue_state__counts_stop_at_the_limit(greeting_options):
+    """Failed and Pending counts stop at the limit (read as "N+"); the Pending threshold is still decided."""
+    set_status(Status.ERROR, count=3)
+    enqueue_many(GreetingFactory.build_batch(4))
+    state = queue_state(Greeting, limit=2)
+    assert (state.failed, state.pending) == (AtLeast(2), AtLeast(2))
+    assert str(state.failed) == "2+"
+    greeting_options(health_max_pending=3)
+    assert str(queue_state(Greeting, limit=2).pending) == "4"
+    assert "4 Pending message(s), more than 3" in queue_health(Greeting, limit=2).summary
+
+
+@pytest.mark.django_db
+def test_queue_state__never_reads_the_whole_table():
+    """Every query of the health figures is bounded by a LIMIT, whatever the queue's size."""
+    enqueue_many(GreetingFactory.build_batch(3))
+    with CaptureQueriesContext(connection) as queries:
+        queue_state(Greeting)
+    assert len(queries) == 3
+    assert all("LIMIT" in query["sql"].upper() for query in queries), [q["sql"] for q in queries]
+
+
+@pytest.mark.django_db
+def test_queue_state__wait_is_that_of_the_message_first_in_line():
+    """The wait is read from the first Pending message in FIFO order, not the longest wait of all."""
+    enqueue_many(GreetingFactory.build_batch(2))
+    first, second = Greeting.model.objects.order_by("id")
+    Greeting.model.objects.filter(pk=second.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    wait = queue_state(Greeting).oldest_pending_wait
+    assert wait < timedelta(minutes=1)
+
+
+@pytest.mark.django_db
 def test_queue_health__empty_queue_is_healthy():
     assert queue_health(Greeting).status == HealthStatus.HEALTHY
     assert queue_state(Greeting).oldest_pending_wait is None
@@ -192,6 +228,28 @@ def test_page__reports_each_queue():
     failing = Client().get("/nexus/health/", {"format": "json"})
     assert failing.status_code == 500
     assert failing.json()["QueueCheck(queue='greetings')"] == "Unavailable: 1 message(s) in Error or Abandoned"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_page__degraded_answers_500_unless_warnings_pass(greeting_options, settings):
+    """A degraded queue fails the page by default; with HEALTH_WARNINGS_AS_ERRORS off it answers 200 and
+    still shows the warning, while an unhealthy queue still answers 500."""
+    greeting_options(health_status_when_errors=HealthStatus.DEGRADED)
+    set_status(Status.ERROR)
+    assert Client().get("/nexus/health/", {"format": "json"}).status_code == 500
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "HEALTH_WARNINGS_AS_ERRORS": False}
+    degraded = Client().get("/nexus/health/", {"format": "json"})
+    assert degraded.status_code == 200
+    assert degraded.json()["QueueCheck(queue='greetings')"].startswith("Warning: 1 message(s)")
+    greeting_options(health_status_when_errors=HealthStatus.UNHEALTHY)
+    assert Client().get("/nexus/health/", {"format": "json"}).status_code == 500
+
+
+def test_view__warnings_as_errors_is_a_view_option():
+    """``QueueHealthCheckView.as_view(warnings_as_errors=False)`` overrides the setting for that page."""
+    view = QueueHealthCheckView(warnings_as_errors=False)
+    assert view._warnings_fail() is False
+    assert QueueHealthCheckView()._warnings_fail() is True
 
 
 def test_view__adds_queue_checks_to_configured_ones():

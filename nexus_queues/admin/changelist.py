@@ -6,7 +6,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 
-from .counting import count_up_to
+from ..counting import count_up_to
 
 
 class QueueChangeList(ChangeList):

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Min, QuerySet
-from django.utils import timezone
 
-from ..health import FAILED, QueueHealth, QueueState, evaluate
+from ..counting import count_up_to
+from ..health import QueueHealth, queue_health
 from ..messages import QueueMessage
 from ..models import QueueSettings
 from ..status import Status
 from ..updates import default_status
-from .counting import count_up_to
 
 
 def present_statuses(rows: QuerySet) -> list[str]:
@@ -51,26 +48,9 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
     stored = QueueSettings.objects.using(options.database).filter(queue=message_class.queue_name()).first()
     return QueueOverview(
         counts=counts,
-        health=_health(message_class, rows, counts, oldest, limit) if options.health_check else None,
+        health=queue_health(message_class, limit=limit) if options.health_check else None,
         oldest_pending_at=oldest["created_at"] if oldest else None,
         default_status=default_status(message_class),
         processing_enabled=stored.processing_enabled if stored else True,
     )
 
-
-def _health(
-    message_class: type[QueueMessage], rows: QuerySet, counts: dict[str, int], oldest: Mapping[str, Any] | None,
-    limit: int,
-) -> QueueHealth:
-    # The health checks' policy on cheap figures: the Pending count only as exact as the threshold needs,
-    # the wait of the message first in line rather than a scan of every Pending row.
-    max_pending = message_class.queue_options.health_max_pending
-    pending = 0
-    if max_pending is not None:
-        pending = count_up_to(rows.filter(status=Status.PENDING), max(limit, max_pending + 1))
-    state = QueueState(
-        failed=sum(counts.get(s, 0) for s in FAILED),
-        pending=pending,
-        oldest_pending_wait=timezone.now() - oldest["updated_at"] if oldest else None,
-    )
-    return evaluate(state, message_class.queue_options)
