@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from .failures import message_of
+
 logger = logging.getLogger("nexus_queues.breaker")
 
 FIRST_BACKOFF = 0.1
@@ -43,12 +45,14 @@ class CircuitBreaker:
         if not self.triggered and now - self.failing_since >= self.trigger_after:
             self.triggered = True
             logger.error(
-                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since, exc,
+                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since,
+                message_of(exc),
                 extra={"action": "breaker_triggered"},
             )
         else:
             logger.warning(
-                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, exc, extra={"action": "retry"}
+                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, message_of(exc),
+                extra={"action": "retry"},
             )
         if self.triggered:
             return self.max_backoff

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from .conf import settings
 from .engines import engine_for
 from .enqueueing import enqueue
 from .exceptions import ConfigurationError
+from .failures import describe
 from .messages import QueueMessage
 from .registry import registry
 from .status import Status
@@ -129,9 +129,10 @@ class QueueTableStore(DelayedMessageStore):
         return min((t for t in times if t is not None), default=None)
 
     def fail(self, delayed: DelayedMessage, exc: BaseException) -> None:
+        error = describe(exc)
         _sleeping(registry.get(delayed.queue), delayed).update(
-            status=Status.ERROR, error_type=f"{type(exc).__module__}.{type(exc).__qualname__}"[:255],
-            error_message=str(exc), error_traceback="".join(traceback.format_exception(exc)), updated_at=timezone.now(),
+            status=Status.ERROR, error_type=error.type, error_message=error.message, error_traceback=error.traceback,
+            updated_at=timezone.now(),
         )
 
     @contextmanager

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from .failures import message_of
 from .heartbeat import Heartbeat
 from .jobs import Outcome, QueueJob, correlation_id
 from .leasing import lease
@@ -108,6 +109,6 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
 def _log_failure(item: QueueItem, exc: BaseException, retry: datetime | None) -> None:
     then = f"retrying at {retry.isoformat()}" if retry else "set to Error"
     logger.warning(
-        "Message %s (attempt %s) failed: %s; %s.", item.pk, item.attempts, exc, then,
+        "Message %s (attempt %s) failed: %s; %s.", item.pk, item.attempts, message_of(exc), then,
         exc_info=exc, extra={"action": "message_failed"},
     )

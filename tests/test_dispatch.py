@@ -102,6 +102,22 @@ def test_dispatcher__retries_then_error():
     assert item.headers["nexus.dispatch_failures"] == 2
 
 
+class UnstorableFailureStore(QueueTableStore):
+    """Dispatch fails with text PostgreSQL refuses (NUL) and no engine encodes (a lone surrogate)."""
+
+    def dispatch(self, delayed):
+        raise ConnectionRefusedError("destination\x00down \udc80")
+
+
+def test_dispatcher__a_failure_no_database_stores_as_is_still_sets_error():
+    """Giving up on a message whose dispatch failed stores the failure escaped; the message is not stuck."""
+    enqueue(Greeting(name="x"), at=at(-1))
+    Dispatcher(UnstorableFailureStore()).dispatch_due(timezone.now())
+    item = Greeting.model.objects.get()
+    assert (item.status, item.error_message) == (Status.ERROR, "destination\\x00down \\udc80")
+    assert item.error_traceback.endswith("ConnectionRefusedError: destination\\x00down \\udc80\n")
+
+
 class MemoryStore(DelayedMessageStore):
     """A custom store keeping delayed messages in a list."""
 
