@@ -7,11 +7,29 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.db import DatabaseError, InterfaceError, connections
+
 from .failures import message_of
 
 logger = logging.getLogger("nexus_queues.breaker")
 
 FIRST_BACKOFF = 0.1
+
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+"""What a failing or lost database raises. Django's InterfaceError is no DatabaseError: PyMySQL raises it
+for a connection the server killed (``InterfaceError: (0, '')``)."""
+
+
+def reset_connections() -> None:
+    """Close this thread's connections, so that the next query reconnects; those inside a transaction are left
+    to its rollback, and a connection already gone cannot fail the close."""
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            continue
+        try:
+            connection.close()
+        except DATABASE_ERRORS:
+            pass
 
 
 class CircuitBreaker:

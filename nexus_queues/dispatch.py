@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, connections, reset_queries, transaction
+from django.db import reset_queries, transaction
 from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .breaker import CircuitBreaker, RateLimit
+from .breaker import DATABASE_ERRORS, CircuitBreaker, RateLimit, reset_connections
 from .conf import settings
 from .engines import engine_for
 from .enqueueing import enqueue
@@ -172,7 +172,7 @@ class Dispatcher:
                 self.store_breaker.success()
                 return
             except Exception as exc:
-                _reset_connections()
+                reset_connections()
                 time.sleep(self.store_breaker.failure(exc))
 
     def step(self, now: datetime | None = None) -> float:
@@ -183,7 +183,7 @@ class Dispatcher:
             upcoming = self.store.next() if moved < self.batch_size else now
             self.fetch_breaker.success()
         except Exception as exc:
-            _reset_connections()
+            reset_connections()
             return self.fetch_breaker.failure(exc)
         if upcoming is None:
             return self.max_sleep
@@ -200,7 +200,7 @@ class Dispatcher:
                         self.store.dispatch(delayed)
                         moved += self.store.remove(delayed)
                     self.dispatch_breaker.success()
-                except DatabaseError:
+                except DATABASE_ERRORS:
                     raise  # the database, not the message: the whole step fails and backs off
                 except Exception as exc:
                     failed.append((delayed, exc))
@@ -255,7 +255,7 @@ class DispatchLoop:
                     self.wakeups.wait(pause)
         finally:
             self.wakeups.close()
-            connections.close_all()
+            reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})
 
 
@@ -285,9 +285,3 @@ def _atomic_all(aliases: list[str]) -> Iterator[None]:
     with transaction.atomic(using=aliases[0]), _atomic_all(aliases[1:]):
         yield
 
-
-def _reset_connections() -> None:
-    for conn in connections.all(initialized_only=True):
-        if conn.in_atomic_block:
-            continue
-        conn.close()

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 
-from django.db import DatabaseError, connections, reset_queries
+from django.db import reset_queries
 
-from .breaker import CircuitBreaker
+from .breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
 from .conf import settings
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
@@ -93,7 +93,7 @@ class Worker:
                 pool.shutdown(wait=True)
             self.heartbeat.stop()
             self.wakeups.close()
-            connections.close_all()
+            reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
 
     def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
@@ -106,8 +106,8 @@ class Worker:
             for job in self._enabled_jobs():
                 worked |= self._drain(job, pool)
             self.breaker.success()
-        except DatabaseError as exc:
-            connections.close_all()
+        except DATABASE_ERRORS as exc:
+            reset_connections()
             return self.breaker.failure(exc)
         if worked:
             return 0
@@ -185,8 +185,8 @@ def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
     reset_queries()
     try:
         return run_job(job, heartbeat)
-    except DatabaseError:
-        connections.close_all()
+    except DATABASE_ERRORS:
+        reset_connections()
         raise
 
 

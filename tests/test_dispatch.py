@@ -11,7 +11,7 @@ from django.utils import timezone
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.dispatch import DelayedMessage, DelayedMessageStore, Dispatcher, QueueTableStore, load_store
 from nexus_queues.exceptions import ConfigurationError
-from tests.commands import files_fixture, manage_fixture, wait_until  # noqa: F401 - fixtures
+from tests.commands import files_fixture, kill_other_connections, manage_fixture, wait_until  # noqa: F401 - fixtures
 from tests.factories import GreetingFactory
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting
@@ -182,3 +182,17 @@ def test_nexus_dispatch__two_dispatchers_never_move_a_message_twice(manage):
     moved = [int(n) for c in commands for n in re.findall(r"Dispatched (\d+) due", c.log())]
     assert sum(moved) == 500
     assert Greeting.model.objects.pending().count() == 500
+
+
+@pytest.mark.engines("postgresql", "mysql")
+def test_nexus_dispatch__survives_its_connections_killed(manage):
+    """The dispatch loop's connections killed on the server: it reconnects and dispatches what comes due."""
+    dispatcher = manage("nexus_dispatch")
+    dispatcher.wait_logged("Dispatch loop started")
+    enqueue(Greeting(name="before"), at=at(0.2))
+    wait_until(lambda: Greeting.model.objects.pending().exists(), "the first message dispatched", dispatcher)
+    assert kill_other_connections() >= 1
+    enqueue(Greeting(name="after"), at=at(0.2))
+    wait_until(lambda: Greeting.model.objects.pending().count() == 2, "the second message dispatched", dispatcher)
+    dispatcher.proc.send_signal(signal.SIGTERM)
+    assert dispatcher.finish() == 0, dispatcher.log()
