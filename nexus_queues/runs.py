@@ -97,7 +97,8 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
         retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
-        run.errors = sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        # Added to, not set: a claim that met rows Python cannot read counted them as errors already.
+        run.errors += sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
         run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
     logger.info(
