@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -47,12 +48,17 @@ class CircuitBreaker:
         self.failures = 0
         self.failing_since: float | None = None
         self.triggered = False
+        self.retry_at = -math.inf
+
+    def waiting(self) -> float:
+        """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
+        return max(0.0, self.retry_at - self.clock())
 
     def success(self) -> None:
         """The operation worked: close the breaker."""
         if self.failures:
             logger.info("%s recovered after %s failure(s).", self.name, self.failures, extra={"action": "recovered"})
-        self.failures, self.failing_since, self.triggered = 0, None, False
+        self.failures, self.failing_since, self.triggered, self.retry_at = 0, None, False, -math.inf
 
     def failure(self, exc: BaseException) -> float:
         """Record a failure; return the seconds to pause before trying again."""
@@ -70,11 +76,12 @@ class CircuitBreaker:
         else:
             logger.warning(
                 "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, message_of(exc),
+                exc_info=None if isinstance(exc, DATABASE_ERRORS) else exc,  # anything else is a bug to find
                 extra={"action": "retry"},
             )
-        if self.triggered:
-            return self.max_backoff
-        return min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        pause = self.max_backoff if self.triggered else min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        self.retry_at = now + pause
+        return pause
 
 
 class RateLimit:
