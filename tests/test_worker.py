@@ -17,6 +17,7 @@ from tests.commands import (  # noqa: F401 - fixtures
     reports,
     wait_until,
 )
+from tests.damage import table_missing
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting, Inventory, Product
 
@@ -164,6 +165,21 @@ def test_nexus_worker__heartbeat_reconnects_after_its_connection_is_killed(manag
     files["gate"].touch()
     worker.proc.send_signal(signal.SIGTERM)
     assert worker.finish() == 0, worker.log()
+
+
+def test_nexus_worker__a_queue_that_fails_backs_off_alone(manage, files):
+    """A queue whose table cannot be read is logged by name and retried after a pause; the other queues go on."""
+    enqueue(Greeting(name="hello"))
+    enqueue_many([Ping(n=n) for n in range(3)])
+    with table_missing(Greeting.model):
+        worker = manage("nexus_worker", "--queue", "greetings", "--queue", "pings", "--peek-delay", "0.1")
+        wait_until(lambda: len(reports(files)) == 3, "the pings processed", worker)
+        worker.wait_logged("Queue greetings failed")
+    wait_until(lambda: len(reports(files)) == 4, "the greeting processed once its table is back", worker)
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.finish() == 0, worker.log()
+    assert sorted(words[0] for words in reports(files)) == ["hello", "ping", "ping", "ping"]
+    assert not Greeting.model.objects.exists() and not Ping.model.objects.exists()
 
 
 def test_nexus_worker__sigterm_finishes_the_batch_in_hand_and_exits_0(manage, files):

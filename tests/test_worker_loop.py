@@ -7,7 +7,9 @@ import pytest
 from nexus_queues import QueueJob, Status, enqueue_many
 from nexus_queues.models import JobRun
 from nexus_queues.worker import Worker
-from tests.testapp.jobs import GreetingJob
+from tests.damage import UNREADABLE_PAST, unreadable, write_raw
+from tests.testapp.jobs import GreetingJob, PingJob
+from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting, Inventory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,3 +57,14 @@ def test_worker__failures_the_database_cannot_store_as_is_cost_no_acknowledgemen
     ]
     run = JobRun.objects.get()
     assert (run.leased, run.processed, run.errors, run.finished_at is not None) == (5, 2, 3, True)
+
+
+def test_worker__a_row_python_cannot_read_costs_only_itself():
+    """A Pending row holding a time Python cannot read becomes Error; its batch and the other queues are processed."""
+    enqueue_many([Greeting(name="hello", times=i) for i in range(3)])
+    bad = Greeting.model.objects.values_list("pk", flat=True)[1]
+    write_raw(Greeting.model, bad, "process_at", unreadable(UNREADABLE_PAST))
+    enqueue_many([Ping(n=n) for n in range(3)])
+    Worker(job_classes=[GreetingJob, PingJob], burst=True, listen=False).run()
+    assert list(Greeting.model.objects.values_list("pk", "status")) == [(bad, Status.ERROR)]
+    assert not Ping.model.objects.exists()
