@@ -68,3 +68,5 @@ def test_worker__a_row_python_cannot_read_costs_only_itself():
     Worker(job_classes=[GreetingJob, PingJob], burst=True, listen=False).run()
     assert list(Greeting.model.objects.values_list("pk", "status")) == [(bad, Status.ERROR)]
     assert not Ping.model.objects.exists()
+    run = JobRun.objects.get(queue="greetings")
+    assert (run.processed, run.leased - run.errors, run.finished_at is not None) == (2, 2, True)
