@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.db import DatabaseError, InterfaceError, connections
+
+from .failures import message_of
+
 logger = logging.getLogger("nexus_queues.breaker")
 
 FIRST_BACKOFF = 0.1
+
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+"""What a failing or lost database raises. Django's InterfaceError is no DatabaseError: PyMySQL raises it
+for a connection the server killed (``InterfaceError: (0, '')``)."""
+
+
+def reset_connections() -> None:
+    """Close this thread's connections, so that the next query reconnects; those inside a transaction are left
+    to its rollback, and a connection already gone cannot fail the close."""
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            continue
+        try:
+            connection.close()
+        except DATABASE_ERRORS:
+            pass
 
 
 class CircuitBreaker:
@@ -27,12 +48,17 @@ class CircuitBreaker:
         self.failures = 0
         self.failing_since: float | None = None
         self.triggered = False
+        self.retry_at = -math.inf
+
+    def waiting(self) -> float:
+        """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
+        return max(0.0, self.retry_at - self.clock())
 
     def success(self) -> None:
         """The operation worked: close the breaker."""
         if self.failures:
             logger.info("%s recovered after %s failure(s).", self.name, self.failures, extra={"action": "recovered"})
-        self.failures, self.failing_since, self.triggered = 0, None, False
+        self.failures, self.failing_since, self.triggered, self.retry_at = 0, None, False, -math.inf
 
     def failure(self, exc: BaseException) -> float:
         """Record a failure; return the seconds to pause before trying again."""
@@ -43,16 +69,19 @@ class CircuitBreaker:
         if not self.triggered and now - self.failing_since >= self.trigger_after:
             self.triggered = True
             logger.error(
-                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since, exc,
+                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since,
+                message_of(exc),
                 extra={"action": "breaker_triggered"},
             )
         else:
             logger.warning(
-                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, exc, extra={"action": "retry"}
+                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, message_of(exc),
+                exc_info=None if isinstance(exc, DATABASE_ERRORS) else exc,  # anything else is a bug to find
+                extra={"action": "retry"},
             )
-        if self.triggered:
-            return self.max_backoff
-        return min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        pause = self.max_backoff if self.triggered else min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        self.retry_at = now + pause
+        return pause
 
 
 class RateLimit:

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
-import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from django.db import DatabaseError, connections, reset_queries, transaction
+from django.db import reset_queries, transaction
 from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .breaker import CircuitBreaker, RateLimit
+from .breaker import DATABASE_ERRORS, CircuitBreaker, RateLimit, reset_connections
 from .conf import settings
 from .engines import engine_for
 from .enqueueing import enqueue
 from .exceptions import ConfigurationError
+from .failures import describe
 from .messages import QueueMessage
+from .quarantine import read_around
 from .registry import registry
 from .status import Status
 
@@ -49,6 +52,14 @@ class DelayedMessageStore(ABC):
 
     def setup(self) -> None:  # noqa: B027 - optional hook
         """Create what the store needs (tables, indexes); called once before the loop starts."""
+
+    def parts(self) -> list[DelayedMessageStore]:
+        """Parts dispatched one by one, each in its own transaction, so that one that fails is logged and
+        backs off alone; by default the whole store is one part."""
+        return [self]
+
+    def __str__(self) -> str:
+        return type(self).__name__
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -93,6 +104,18 @@ class QueueTableStore(DelayedMessageStore):
     """The built-in store: Sleeping rows of the queue tables. A message already sits in its queue's
     table, so dispatching it is removing it from the sleeping set: one fenced status change."""
 
+    queue: type[QueueMessage] | None = None
+    """The queue of a part; None: every queue."""
+
+    def parts(self) -> list[DelayedMessageStore]:
+        """One part per queue: a queue whose table fails holds up no other."""
+        if self.queue is not None:
+            return [self]
+        return [self._part(message_class) for message_class in registry]
+
+    def __str__(self) -> str:
+        return f"queue {self.queue.queue_name()}" if self.queue is not None else "every queue"
+
     def store(self, message: QueueMessage, at: datetime) -> None:
         enqueue(message, at=at)
 
@@ -100,14 +123,13 @@ class QueueTableStore(DelayedMessageStore):
         """Nothing to send: the row is in its queue's table already, and :meth:`remove` makes it Pending."""
 
     def fetch_next_due(self, at: datetime, limit: int) -> list[DelayedMessage]:
+        """Rows Python cannot read become Error (:mod:`~nexus_queues.quarantine`) rather than fail the fetch."""
         found = []
-        for message_class in registry:
-            rows = _rows(message_class).due(at).select_for_update(skip_locked=True).order_by("process_at", "id")
-            found += [
-                DelayedMessage(message_class.queue_name(), pk, due, int(headers.get(FAILURES_HEADER, 0)))
-                for pk, due, headers in rows.values_list("pk", "process_at", "headers")[:limit]
-            ]
-        return sorted(found, key=lambda d: d.due_at)[:limit]
+        for message_class in self._classes():
+            due = _rows(message_class).due(at).order_by("process_at", "id")
+            found += read_around(partial(_fetch, message_class, due, limit), due, limit)
+        # A queue's rows come in order; only the whole store's need merging.
+        return found if self.queue is not None else sorted(found, key=lambda d: d.due_at)[:limit]
 
     def remove(self, delayed: DelayedMessage) -> bool:
         message_class = registry.get(delayed.queue)
@@ -125,22 +147,35 @@ class QueueTableStore(DelayedMessageStore):
         return bool(_sleeping(message_class, delayed).update(headers=headers, updated_at=timezone.now()))
 
     def next(self) -> datetime | None:
-        times = [_rows(c).sleeping().aggregate(t=Min("process_at"))["t"] for c in registry]
+        """Rows Python cannot read become Error rather than fail the look-up."""
+        times = []
+        for message_class in self._classes():
+            sleeping = _rows(message_class).sleeping().order_by("process_at")
+            times.append(read_around(partial(_earliest, sleeping), sleeping))
         return min((t for t in times if t is not None), default=None)
 
     def fail(self, delayed: DelayedMessage, exc: BaseException) -> None:
+        error = describe(exc)
         _sleeping(registry.get(delayed.queue), delayed).update(
-            status=Status.ERROR, error_type=f"{type(exc).__module__}.{type(exc).__qualname__}"[:255],
-            error_message=str(exc), error_traceback="".join(traceback.format_exception(exc)), updated_at=timezone.now(),
+            status=Status.ERROR, error_type=error.type, error_message=error.message, error_traceback=error.traceback,
+            updated_at=timezone.now(),
         )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        aliases = sorted({c.queue_options.database for c in registry}) or ["default"]
+        aliases = sorted({c.queue_options.database for c in self._classes()}) or ["default"]
         with _atomic_all(aliases):
             for alias in aliases:
                 engine_for(alias).take_write_lock()
             yield
+
+    def _classes(self) -> list[type[QueueMessage]]:
+        return [self.queue] if self.queue is not None else list(registry)
+
+    def _part(self, message_class: type[QueueMessage]) -> QueueTableStore:
+        part = copy.copy(self)  # a subclass's part is of that subclass, with its state
+        part.queue = message_class
+        return part
 
 
 class Dispatcher:
@@ -155,9 +190,8 @@ class Dispatcher:
         self.store_breaker = CircuitBreaker(
             "Storing delayed messages", settings.DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER, longest
         )
-        self.fetch_breaker = CircuitBreaker(
-            "Fetching due messages", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER, longest
-        )
+        self.step_breakers: dict[str, CircuitBreaker] = {}
+        """Per part of the store, watching its fetch and ``next()``."""
         self.dispatch_breaker = CircuitBreaker(
             "Dispatching due messages", settings.DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER, longest
         )
@@ -171,52 +205,71 @@ class Dispatcher:
                 self.store_breaker.success()
                 return
             except Exception as exc:
-                _reset_connections()
+                reset_connections()
                 time.sleep(self.store_breaker.failure(exc))
 
     def step(self, now: datetime | None = None) -> float:
-        """Dispatch what is due at ``now``; return the seconds to sleep before the next step."""
+        """Dispatch what is due at ``now``, part by part of the store; return the seconds to sleep before the
+        next step. A part that fails (a queue whose table cannot be read) is logged and backs off alone."""
         now = now or timezone.now()
+        return min((self._step(part, now) for part in self.store.parts()), default=self.max_sleep)
+
+    def dispatch_due(self, now: datetime) -> int:
+        """Move up to a batch of due messages per part of the store, in one transaction each; how many moved."""
+        return sum(self._dispatch_due(part, now) for part in self.store.parts())
+
+    def _step(self, part: DelayedMessageStore, now: datetime) -> float:
+        breaker = self._breaker(part)
+        if (left := breaker.waiting()) > 0:
+            return left
         try:
-            moved = self.dispatch_due(now)
-            upcoming = self.store.next() if moved < self.batch_size else now
-            self.fetch_breaker.success()
+            moved = self._dispatch_due(part, now)
+            upcoming = part.next() if moved < self.batch_size else now
+            breaker.success()
         except Exception as exc:
-            _reset_connections()
-            return self.fetch_breaker.failure(exc)
+            reset_connections()
+            return breaker.failure(exc)
         if upcoming is None:
             return self.max_sleep
         return min(self.max_sleep, max(0.0, (upcoming - timezone.now()).total_seconds()))
 
-    def dispatch_due(self, now: datetime) -> int:
-        """Move up to a batch of due messages in one transaction; returns how many moved."""
+    def _breaker(self, part: DelayedMessageStore) -> CircuitBreaker:
+        name = str(part)
+        if name not in self.step_breakers:
+            self.step_breakers[name] = CircuitBreaker(
+                f"The dispatch step of {name}", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER,
+                settings.WORKER_MAX_BACKOFF,
+            )
+        return self.step_breakers[name]
+
+    def _dispatch_due(self, part: DelayedMessageStore, now: datetime) -> int:
         failed: list[tuple[DelayedMessage, BaseException]] = []
         moved = 0
-        with self.store.transaction():
-            for delayed in self.store.fetch_next_due(now, self.batch_size):
+        with part.transaction():
+            for delayed in part.fetch_next_due(now, self.batch_size):
                 try:
                     with transaction.atomic():
-                        self.store.dispatch(delayed)
-                        moved += self.store.remove(delayed)
+                        part.dispatch(delayed)
+                        moved += part.remove(delayed)
                     self.dispatch_breaker.success()
-                except DatabaseError:
-                    raise  # the database, not the message: the whole step fails and backs off
+                except DATABASE_ERRORS:
+                    raise  # the database, not the message: the part's step fails and backs off
                 except Exception as exc:
                     failed.append((delayed, exc))
         for delayed, error in failed:
-            self._failed(delayed, error)
+            self._failed(part, delayed, error)
         if moved:
-            logger.info("Dispatched %s due message(s).", moved, extra={"action": "dispatched"})
+            logger.info("Dispatched %s due message(s) of %s.", moved, part, extra={"action": "dispatched"})
         return moved
 
-    def _failed(self, delayed: DelayedMessage, exc: BaseException) -> None:
+    def _failed(self, part: DelayedMessageStore, delayed: DelayedMessage, exc: BaseException) -> None:
         pause = max(self.recovery.hit(), self.dispatch_breaker.failure(exc))
         if delayed.failures >= self.retries:
             logger.error("Message %s of %s failed dispatch %s time(s): set to Error.", delayed.key, delayed.queue,
                          delayed.failures + 1, exc_info=exc, extra={"action": "dispatch_failed"})
-            self.store.fail(delayed, exc)
+            part.fail(delayed, exc)
         else:
-            self.store.increment_failure_count(delayed)
+            part.increment_failure_count(delayed)
         time.sleep(pause)
 
 
@@ -254,7 +307,7 @@ class DispatchLoop:
                     self.wakeups.wait(pause)
         finally:
             self.wakeups.close()
-            connections.close_all()
+            reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})
 
 
@@ -276,6 +329,18 @@ def _sleeping(message_class: type[QueueMessage], delayed: DelayedMessage) -> Any
     return _rows(message_class).sleeping().filter(pk=delayed.key)
 
 
+def _fetch(message_class: type[QueueMessage], due: Any, limit: int) -> list[DelayedMessage]:
+    rows = due.select_for_update(skip_locked=True).values_list("pk", "process_at", "headers")[:limit]
+    return [
+        DelayedMessage(message_class.queue_name(), pk, at, int(headers.get(FAILURES_HEADER, 0)))
+        for pk, at, headers in rows
+    ]
+
+
+def _earliest(rows: Any) -> datetime | None:
+    return rows.aggregate(t=Min("process_at"))["t"]
+
+
 @contextmanager
 def _atomic_all(aliases: list[str]) -> Iterator[None]:
     if not aliases:
@@ -284,9 +349,3 @@ def _atomic_all(aliases: list[str]) -> Iterator[None]:
     with transaction.atomic(using=aliases[0]), _atomic_all(aliases[1:]):
         yield
 
-
-def _reset_connections() -> None:
-    for conn in connections.all(initialized_only=True):
-        if conn.in_atomic_block:
-            continue
-        conn.close()

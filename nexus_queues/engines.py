@@ -10,14 +10,17 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
 
 from . import local_wakeups
 from .conf import settings
+from .quarantine import UNREADABLE, quarantine, read_around
 from .status import Status
 
 if TYPE_CHECKING:
@@ -202,14 +205,39 @@ class Engine:
         """Lease up to ``count`` Pending rows in FIFO order; return them as leased.
 
         When anything is leased, ``run`` (if given) is saved in the same transaction with its
-        ``leased`` count, so that every leased row links to a recorded run.
+        ``leased`` count, so that every leased row links to a recorded run. A row Python cannot read
+        rolls the claim back, becomes Error (:mod:`~nexus_queues.quarantine`), and the claim is made
+        again; not within a caller's transaction, whose rollback would undo the Error.
         """
+        claim = partial(
+            self._claim_recording, model, count, now=now, lease_until=lease_until, correlation_id=correlation_id,
+            run=run,
+        )
+        if self.connection.in_atomic_block:
+            return claim()
+        return read_around(claim, self._claimable(model, now), count)
+
+    def _claim_recording(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None,
+    ) -> list[QueueItem]:
         with transaction.atomic(using=self.alias, savepoint=False):
             items = self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
             if items and run is not None:
                 run.leased = len(items)
                 run.save(using=self.alias)
         return items
+
+    def _claimable(self, model: type[QueueItem], now: datetime) -> QuerySet[QueueItem]:
+        """The rows a claim picks from, in its order: Pending and not expired."""
+        unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        return model.objects.using(self.alias).pending().filter(unexpired).order_by("id")
 
     def _claim(
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
@@ -370,6 +398,28 @@ class PostgresEngine(Engine):
         correlation_id: str,
         run: JobRun | None = None,
     ) -> list[QueueItem]:
+        try:
+            return self._claim_recording(
+                model, count, now=now, lease_until=lease_until, correlation_id=correlation_id, run=run
+            )
+        except UNREADABLE:
+            # The claim committed before its rows were read: rather than leave them Leased, the unreadable
+            # ones become Error and the others are read back. Only a failed claim pays for this.
+            items = self._read_back(model, count, correlation_id, run)
+            if items is None:
+                raise
+            return items
+
+    def _claim_recording(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None,
+    ) -> list[QueueItem]:
         if run is None:
             return self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
         # One statement, so one round trip and one commit: the claim, and the run's row if it leased anything.
@@ -397,6 +447,25 @@ class PostgresEngine(Engine):
             run.pk, run.leased = rows[0][-1], len(rows)
             run._state.adding, run._state.db = False, self.alias
         return self._items(model, [row[:-1] for row in rows])
+
+    def _read_back(
+        self, model: type[QueueItem], count: int, correlation_id: str, run: JobRun | None
+    ) -> list[QueueItem] | None:
+        """The rows a claim leased, once those Python cannot read are Error; None when none of them was.
+
+        The run counts the Error rows as leased and failed, and is finished when no row is left.
+        """
+        leased = model.objects.using(self.alias).leased().filter(correlation_id=correlation_id)
+        errors = quarantine(leased, count)
+        if not errors:
+            return None
+        items = list(leased)
+        if run is not None:
+            run.pk = type(run).objects.using(self.alias).values_list("pk", flat=True).get(correlation_id=correlation_id)
+            run._state.adding, run._state.db = False, self.alias
+            run.leased, run.errors, run.finished_at = len(items) + errors, errors, None if items else timezone.now()
+            run.save(using=self.alias, update_fields=["errors", "finished_at"])
+        return items
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         # One statement text whatever the batch size, so psycopg prepares it once.
@@ -493,14 +562,8 @@ class MySQLEngine(Engine):
     def _claim(
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
     ) -> list[QueueItem]:
-        from django.db.models import F, Q
-
         manager = model.objects.using(self.alias)
-        items = list(
-            manager.select_for_update(skip_locked=True)
-            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), status=Status.PENDING)
-            .order_by("id")[:count]
-        )
+        items = list(self._claimable(model, now).select_for_update(skip_locked=True)[:count])
         changes = {
             "status": Status.LEASED,
             "lease_expires_at": lease_until,

@@ -42,3 +42,8 @@ class MessageDoesNotFit(NexusQueuesError, ValueError):
 
 class InvalidLookup(NexusQueuesError, ValueError):
     """A status-update filter names a field or lookup the queue table does not have."""
+
+
+class UnreadableRow(NexusQueuesError, ValueError):
+    """A stored row holds a value Python cannot read, e.g. a timestamp outside the years 1 to 9999 written by
+    raw SQL; the worker and the dispatch loop set such rows to Error with this type and say which column."""

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from django.db import DatabaseError, connections, reset_queries
+from django.db import reset_queries
 from django.utils import timezone
 
+from .breaker import reset_connections
+from .failures import message_of
 from .updates import renew_leases
 
 if TYPE_CHECKING:
@@ -64,7 +66,7 @@ class Heartbeat(threading.Thread):
                 self._wake.wait(self._beat())
                 self._wake.clear()
         finally:
-            connections.close_all()
+            reset_connections()
 
     def _beat(self) -> float:
         """Renew what is due; seconds until the next renewal."""
@@ -80,9 +82,10 @@ class Heartbeat(threading.Thread):
     def _renew(self, correlation_id: str, held: _Held) -> None:
         try:
             renew_leases(held.items, timezone.now() + held.lease_time)
-        except DatabaseError as exc:
+        except Exception as exc:  # a heartbeat thread that ended would let every long job lose its lease
             logger.warning(
-                "Could not renew %s lease(s) (%s); retrying at the next beat.", len(held.items), exc,
+                "Could not renew %s lease(s) (%s: %s); retrying at the next beat.", len(held.items),
+                type(exc).__name__, message_of(exc),
                 extra={"action": "heartbeat", "nexus.correlation_id": correlation_id},
             )
-            connections.close_all()
+            reset_connections()

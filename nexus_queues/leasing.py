@@ -52,8 +52,10 @@ def lease(
 def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
     """Turn every expired lease into Abandoned, in one statement per queue; counts per queue."""
     now = now or timezone.now()
-    counts = {}
-    for message_class in registry:
-        rows = message_class.model.objects.using(message_class.queue_options.database)
-        counts[message_class.queue_name()] = rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
-    return counts
+    return {message_class.queue_name(): abandon_expired(message_class, now) for message_class in registry}
+
+
+def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
+    """Turn the queue's expired leases into Abandoned, in one statement; how many."""
+    rows = message_class.model.objects.using(message_class.queue_options.database)
+    return rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from .failures import message_of
 from .heartbeat import Heartbeat
 from .jobs import Outcome, QueueJob
 from .leasing import lease
@@ -97,7 +98,8 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
         retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
-        run.errors = sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        # Added to, not set: a claim that met rows Python cannot read counted them as errors already.
+        run.errors += sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
         run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
     logger.info(
@@ -109,6 +111,6 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
 def _log_failure(item: QueueItem, exc: BaseException, retry: datetime | None) -> None:
     then = f"retrying at {retry.isoformat()}" if retry else "set to Error"
     logger.warning(
-        "Message %s (attempt %s) failed: %s; %s.", item.pk, item.attempts, exc, then,
+        "Message %s (attempt %s) failed: %s; %s.", item.pk, item.attempts, message_of(exc), then,
         exc_info=exc, extra={"action": "message_failed"},
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -14,6 +13,7 @@ from django.utils import timezone
 
 from .engines import Engine, engine_for
 from .exceptions import InvalidLookup, InvalidMessage
+from .failures import describe as _describe
 from .messages import QueueMessage
 from .models import QueueItem, QueueSettings
 from .registry import registry
@@ -192,11 +192,6 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
         if moved:
             engine.notify(message_class.queue_name())
     return counts
-
-
-def _describe(exc: BaseException) -> tuple[str, str, str]:
-    """An exception's dotted type (at most 255 characters), message and formatted traceback."""
-    return f"{type(exc).__module__}.{type(exc).__qualname__}"[:255], str(exc), "".join(traceback.format_exception(exc))
 
 
 def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list[QueueItem]]]:

@@ -9,15 +9,17 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 
-from django.db import DatabaseError, connections, reset_queries
+from django.db import reset_queries
 
-from .breaker import CircuitBreaker
+from .breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
 from .conf import settings
 from .dispatch import Dispatcher
+from .failures import message_of
 from .heartbeat import Heartbeat
-from .housekeeping import tidy
+from .housekeeping import tidy_queue
 from .jobs import QueueJob, jobs
 from .models import QueueSettings
+from .registry import registry
 from .runs import run_job
 from .wakeups import Wakeups
 
@@ -61,6 +63,8 @@ class Worker:
         self.breaker = CircuitBreaker(
             "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
         )
+        self.queue_breakers: dict[str, CircuitBreaker] = {}
+        """Per queue, watching its job's leases and acknowledgements."""
         self.heartbeat = Heartbeat()
         self.stopping = False
         self._next_tidy = -math.inf
@@ -93,36 +97,51 @@ class Worker:
                 pool.shutdown(wait=True)
             self.heartbeat.stop()
             self.wakeups.close()
-            connections.close_all()
+            reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
 
     def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
-        """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done."""
+        """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done.
+
+        Each queue's work is its own: a queue that fails is logged by name and backs off, the others go on.
+        """
         started = time.monotonic()
         reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
+        self._housekeeping()
+        pause = self.dispatcher.step() if self.dispatcher is not None else math.inf
         try:
-            pause = self._housekeeping_and_dispatch()
-            worked = False
-            for job in self._enabled_jobs():
-                worked |= self._drain(job, pool)
+            enabled = self._enabled_jobs()
             self.breaker.success()
-        except DatabaseError as exc:
-            connections.close_all()
+        except DATABASE_ERRORS as exc:
+            reset_connections()
             return self.breaker.failure(exc)
+        worked = False
+        for job in enabled:
+            worked |= self._drain_queue(job, pool)
         if worked:
             return 0
-        if self.burst:
+        backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
+        if self.burst and not backing_off:
             return None
         # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
-        return max(0.0, min(pause - (time.monotonic() - started), self.peek_delay.total_seconds()))
+        return max(0.0, min(pause - (time.monotonic() - started), self.peek_delay.total_seconds(), *backing_off))
 
-    def _housekeeping_and_dispatch(self) -> float:
+    def _housekeeping(self) -> None:
+        """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
         now = time.monotonic()
-        if now >= self._next_tidy:
-            counts = tidy()
-            self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
-            _log_tidy(counts)
-        return self.dispatcher.step() if self.dispatcher is not None else math.inf
+        if now < self._next_tidy:
+            return
+        self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
+        for message_class in registry:
+            try:
+                _log_tidy(message_class.queue_name(), tidy_queue(message_class))
+            except Exception as exc:
+                reset_connections()
+                logger.warning(
+                    "Housekeeping of queue %s failed (%s: %s); next try in %s.", message_class.queue_name(),
+                    type(exc).__name__, message_of(exc), settings.WORKER_HOUSEKEEPING_INTERVAL,
+                    extra={"action": "housekeeping_failed"},
+                )
 
     def _enabled_jobs(self) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again at most once per peek delay."""
@@ -138,6 +157,28 @@ class Worker:
         enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
         self._enabled = (now, enabled)
         return enabled
+
+    def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
+        """:meth:`_drain` unless the queue is backing off after a failure; True if any were leased."""
+        breaker = self._breaker(job)
+        if breaker.waiting() > 0:
+            return False
+        try:
+            worked = self._drain(job, pool)
+        except Exception as exc:  # the queue's own, e.g. its table cannot be read: the other queues go on
+            reset_connections()
+            breaker.failure(exc)
+            return False
+        breaker.success()
+        return worked
+
+    def _breaker(self, job: type[QueueJob]) -> CircuitBreaker:
+        queue = job.message_class.queue_name()
+        if queue not in self.queue_breakers:
+            self.queue_breakers[queue] = CircuitBreaker(
+                f"Queue {queue}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+            )
+        return self.queue_breakers[queue]
 
     def _peek(self, job: type[QueueJob]) -> int:
         options = job.message_class.queue_options
@@ -185,13 +226,12 @@ def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
     reset_queries()
     try:
         return run_job(job, heartbeat)
-    except DatabaseError:
-        connections.close_all()
+    except DATABASE_ERRORS:
+        reset_connections()
         raise
 
 
-def _log_tidy(counts: dict[str, dict[str, int]]) -> None:
-    for chore, per_queue in counts.items():
-        for queue, count in per_queue.items():
-            if count:
-                logger.info("%s %s message(s) of %s.", chore.capitalize(), count, queue, extra={"action": chore})
+def _log_tidy(queue: str, counts: dict[str, int]) -> None:
+    for chore, count in counts.items():
+        if count:
+            logger.info("%s %s message(s) of %s.", chore.capitalize(), count, queue, extra={"action": chore})

@@ -81,3 +81,21 @@ def reports(files: dict[str, Path]) -> list[list[str]]:
     """The test jobs' report lines, split into words."""
     out = files["out"]
     return [line.split() for line in out.read_text().splitlines()] if out.exists() else []
+
+
+def kill_other_connections() -> int:
+    """Kill, on the server, every connection to the test database but this process's own; how many."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return int(cursor.fetchone()[0])
+        cursor.execute("SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()")
+        ids = [row[0] for row in cursor.fetchall()]
+        for pid in ids:
+            cursor.execute(f"KILL {int(pid)}")
+        return len(ids)

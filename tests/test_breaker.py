@@ -3,6 +3,8 @@
 import logging
 from datetime import timedelta
 
+import pytest
+
 from nexus_queues.breaker import CircuitBreaker, RateLimit
 from nexus_queues.logs import CorrelationIdFilter, correlation_id
 from nexus_queues.worker import check_peek_delay
@@ -40,6 +42,21 @@ def test_circuit_breaker__success_resets_it(caplog):
     assert (breaker.failures, breaker.triggered) == (0, False)
     assert breaker.failure(OSError()) == 0.1
     assert any("recovered after 2 failure(s)" in r.message for r in caplog.records)
+
+
+def test_circuit_breaker__waiting_is_what_is_left_of_the_pause():
+    """After a failure the operation waits out the pause it was given; a success ends the wait."""
+    clock = Clock()
+    breaker = CircuitBreaker("queue", timedelta(seconds=30), timedelta(seconds=10), clock=clock)
+    assert breaker.waiting() == 0
+    assert breaker.failure(OSError("down")) == 0.1
+    clock.now += 0.04
+    assert breaker.waiting() == pytest.approx(0.06)
+    clock.now += 0.06
+    assert breaker.waiting() == 0
+    breaker.failure(OSError("down"))
+    breaker.success()
+    assert breaker.waiting() == 0
 
 
 def test_rate_limit__pauses_once_the_rate_is_exceeded():

@@ -9,9 +9,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
+from nexus_queues.breaker import FIRST_BACKOFF
 from nexus_queues.dispatch import DelayedMessage, DelayedMessageStore, Dispatcher, QueueTableStore, load_store
 from nexus_queues.exceptions import ConfigurationError
-from tests.commands import files_fixture, manage_fixture, wait_until  # noqa: F401 - fixtures
+from tests.commands import files_fixture, kill_other_connections, manage_fixture, wait_until  # noqa: F401 - fixtures
+from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, table_missing, unreadable, write_raw
 from tests.factories import GreetingFactory
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting
@@ -80,6 +82,42 @@ def test_dispatcher__step_moves_due_messages_and_sleeps_until_the_next():
     assert 0 < pause <= 0.5
 
 
+@pytest.mark.parametrize("times", [UNREADABLE_PAST, UNREADABLE_FUTURE], ids=["past", "future"])
+def test_dispatcher__a_row_python_cannot_read_becomes_error_other_queues_go_on(times):
+    """A Sleeping row whose time Python cannot read becomes Error; the other queues' due messages are
+    dispatched in the same step, which then sleeps as if the row had never been there."""
+    enqueue(Greeting(name="x"), at=at(3600))
+    write_raw(Greeting.model, Greeting.model.objects.get().pk, "process_at", unreadable(times))
+    enqueue(Ping(n=1), at=at(-1))
+    with override_settings(NEXUS_QUEUES={"DISPATCH_MAX_SLEEP": timedelta(seconds=5)}):
+        pause = Dispatcher().step()
+    assert Ping.model.objects.get().status == Status.PENDING
+    row = Greeting.model.objects.get()
+    assert (row.status, row.process_at, row.error_type) == (
+        Status.ERROR, None, "nexus_queues.exceptions.UnreadableRow"
+    )
+    assert "process_at held '" in row.error_message
+    assert pause == 5
+
+
+def test_dispatcher__a_queue_that_fails_backs_off_alone(caplog):
+    """A queue whose table cannot be read is logged by name and retried after a pause; the others go on."""
+    enqueue(Greeting(name="x"), at=at(-1))
+    enqueue(Ping(n=1), at=at(-1))
+    dispatcher = Dispatcher()
+    with table_missing(Greeting.model):
+        assert dispatcher.step() == FIRST_BACKOFF
+    assert Ping.model.objects.get().status == Status.PENDING
+    assert Greeting.model.objects.get().status == Status.SLEEPING
+    assert any(r.levelname == "WARNING" and "queue greetings failed" in r.message for r in caplog.records)
+
+    def retried():
+        dispatcher.step()
+        return Greeting.model.objects.pending().exists()
+
+    wait_until(retried, "the queue retried once its table is back")
+
+
 class FailingStore(QueueTableStore):
     """Dispatch always fails (a destination that refuses)."""
 
@@ -100,6 +138,22 @@ def test_dispatcher__retries_then_error():
     assert (item.status, item.error_type) == (Status.ERROR, "builtins.ConnectionRefusedError")
     assert "destination down" in item.error_traceback
     assert item.headers["nexus.dispatch_failures"] == 2
+
+
+class UnstorableFailureStore(QueueTableStore):
+    """Dispatch fails with text PostgreSQL refuses (NUL) and no engine encodes (a lone surrogate)."""
+
+    def dispatch(self, delayed):
+        raise ConnectionRefusedError("destination\x00down \udc80")
+
+
+def test_dispatcher__a_failure_no_database_stores_as_is_still_sets_error():
+    """Giving up on a message whose dispatch failed stores the failure escaped; the message is not stuck."""
+    enqueue(Greeting(name="x"), at=at(-1))
+    Dispatcher(UnstorableFailureStore()).dispatch_due(timezone.now())
+    item = Greeting.model.objects.get()
+    assert (item.status, item.error_message) == (Status.ERROR, "destination\\x00down \\udc80")
+    assert item.error_traceback.endswith("ConnectionRefusedError: destination\\x00down \\udc80\n")
 
 
 class MemoryStore(DelayedMessageStore):
@@ -166,3 +220,17 @@ def test_nexus_dispatch__two_dispatchers_never_move_a_message_twice(manage):
     moved = [int(n) for c in commands for n in re.findall(r"Dispatched (\d+) due", c.log())]
     assert sum(moved) == 500
     assert Greeting.model.objects.pending().count() == 500
+
+
+@pytest.mark.engines("postgresql", "mysql")
+def test_nexus_dispatch__survives_its_connections_killed(manage):
+    """The dispatch loop's connections killed on the server: it reconnects and dispatches what comes due."""
+    dispatcher = manage("nexus_dispatch")
+    dispatcher.wait_logged("Dispatch loop started")
+    enqueue(Greeting(name="before"), at=at(0.2))
+    wait_until(lambda: Greeting.model.objects.pending().exists(), "the first message dispatched", dispatcher)
+    assert kill_other_connections() >= 1
+    enqueue(Greeting(name="after"), at=at(0.2))
+    wait_until(lambda: Greeting.model.objects.pending().count() == 2, "the second message dispatched", dispatcher)
+    dispatcher.proc.send_signal(signal.SIGTERM)
+    assert dispatcher.finish() == 0, dispatcher.log()

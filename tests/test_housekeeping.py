@@ -7,7 +7,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many, lease, mark_processed
-from nexus_queues.housekeeping import drop_expired, purge_processed, tidy
+from nexus_queues.housekeeping import drop_expired, purge_processed, tidy, tidy_queue
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory
 from tests.testapp.queues import Audit, Greeting, Inventory
 
@@ -60,3 +60,16 @@ def test_tidy__does_all_three_chores():
     assert counts["abandoned"]["greetings"] == 1
     assert set(counts) == {"abandoned", "purged", "dropped"}
     assert Greeting.model.objects.get().status == Status.ABANDONED
+
+
+def test_tidy_queue__does_the_chores_of_one_queue_only():
+    """tidy_queue abandons, purges and drops in its queue and leaves the others' rows as they are."""
+    enqueue(GreetingFactory.build())
+    enqueue(InventoryFactory.build())
+    later = timezone.now() + timedelta(days=2)
+    lease(Greeting, 1, lease_time=timedelta(seconds=1))
+    processed(Inventory, [InventoryFactory.build()])
+    lease(Inventory, 1, lease_time=timedelta(seconds=1))
+    assert tidy_queue(Inventory, later) == {"abandoned": 1, "purged": 1, "dropped": 0}
+    assert list(Inventory.model.objects.values_list("status", flat=True)) == [Status.ABANDONED]
+    assert Greeting.model.objects.get().status == Status.LEASED

@@ -9,6 +9,7 @@ from django.utils import timezone
 from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease, mark_processed
 from nexus_queues.exceptions import InvalidMessage, NotRegistered
 from nexus_queues.models import JobRun
+from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, unreadable, write_raw
 from tests.factories import GreetingFactory
 from tests.testapp.queues import Greeting, Inventory
 
@@ -84,6 +85,34 @@ def test_lease__run_that_cannot_be_recorded_leases_nothing():
         lease(Greeting, 5, correlation_id="taken", run=clash)
     assert set(Greeting.model.objects.values_list("status", flat=True)) == {Status.PENDING}
     assert JobRun.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("column", "times"),
+    [("process_at", UNREADABLE_PAST), ("expires_at", UNREADABLE_FUTURE), ("created_at", UNREADABLE_FUTURE)],
+    ids=["process_at-past", "expires_at-future", "created_at-future"],
+)
+@pytest.mark.parametrize("with_run", [True, False], ids=["run", "no-run"])
+def test_lease__a_row_python_cannot_read_becomes_error_the_rest_are_leased(column, times, with_run):
+    """A row holding a timestamp Python cannot read becomes Error, naming the column and what it held, and
+    readable again; the rest are leased, and no row is left Leased unread."""
+    value = unreadable(times)
+    enqueue_many(GreetingFactory.build_batch(3))
+    first, bad, last = Greeting.model.objects.values_list("pk", flat=True)
+    write_raw(Greeting.model, bad, column, value)
+    now = timezone.now()
+    run = JobRun(job="Greet", queue="greetings", correlation_id="run-1", worker="here:1", started_at=now)
+    items = lease(Greeting, 10, correlation_id="run-1", run=run if with_run else None)
+    assert [item.pk for item in items] == [first, last]
+    assert list(Greeting.model.objects.leased().values_list("pk", flat=True)) == [first, last]
+    row = Greeting.model.objects.get(pk=bad)
+    assert (row.status, row.error_type) == (Status.ERROR, "nexus_queues.exceptions.UnreadableRow")
+    assert f"{column} held '" in row.error_message and value.removesuffix(" BC")[:10] in row.error_message
+    assert getattr(row, column) == (row.updated_at if column == "created_at" else None)
+    if with_run:
+        stored = JobRun.objects.get()
+        assert stored.leased - stored.errors == run.leased - run.errors == 2
 
 
 def test_lease__by_queue_name():

@@ -19,6 +19,8 @@ from nexus_queues import (
     update_status,
 )
 from nexus_queues.exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NotRegistered
+from nexus_queues.failures import MAX_MESSAGE_LENGTH, MAX_TRACEBACK_LENGTH
+from nexus_queues.updates import mark_error, retry_later
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
@@ -80,6 +82,58 @@ def test_mark_error__keeps_exception_and_traceback():
         "Traceback" in row.error_traceback and "test_mark_error__keeps_exception_and_traceback" in row.error_traceback
     )
     assert row.lease_expires_at is None
+
+
+class Unprintable(Exception):
+    """An exception whose str() raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def raised(exc):
+    """``exc`` with the traceback of having been raised."""
+    try:
+        raise exc
+    except BaseException as caught:
+        return caught
+
+
+@pytest.mark.parametrize(
+    ("exc", "message", "last_line"),
+    [
+        (lambda: ValueError("stock\x00level"), "stock\\x00level", "ValueError: stock\\x00level"),
+        (lambda: ValueError("lone \ud800"), "lone \\ud800", "ValueError: lone \\ud800"),
+        (Unprintable, "<str() of Unprintable raised RuntimeError>", "Unprintable: <exception str() failed>"),
+    ],
+    ids=["nul", "surrogate", "str-raises"],
+)
+@pytest.mark.parametrize(
+    "record", [mark_error, lambda items, exc: retry_later(items, exc, timezone.now())], ids=["error", "retry"]
+)
+def test_error_details__any_exception_is_stored(record, exc, message, last_line):
+    """NUL and lone surrogates are stored escaped and a failing str() is described, on every engine."""
+    [item] = leased(Greeting, GreetingFactory)
+    exc = raised(exc())
+    assert record([item], exc) == [item.pk]
+    row = Greeting.model.objects.get()
+    assert row.status in (Status.ERROR, Status.SLEEPING) and row.lease_expires_at is None
+    assert (row.error_type, row.error_message) == (f"{type(exc).__module__}.{type(exc).__qualname__}", message)
+    assert row.error_traceback.startswith("Traceback") and row.error_traceback.endswith(f"{last_line}\n")
+
+
+def test_error_details__cut_to_what_the_columns_hold():
+    """A type name over 255 characters and a 20 MB message (over MariaDB's packet size) are stored cut."""
+    exc = raised(type("E" * 300, (Exception,), {})("x" * 20_000_000))
+    [item] = leased(Greeting, GreetingFactory)
+    assert mark_error([item], exc) == [item.pk]
+    row = Greeting.model.objects.get()
+    assert row.status == Status.ERROR
+    assert len(row.error_type) == 255 and row.error_type.startswith(f"{__name__}.EEE")
+    assert len(row.error_message) == MAX_MESSAGE_LENGTH
+    assert row.error_message.startswith("xxx") and row.error_message.endswith("xxx")
+    assert "[... 20000000 characters, cut to 10000 ...]" in row.error_message
+    assert len(row.error_traceback) == MAX_TRACEBACK_LENGTH and "Traceback" in row.error_traceback
 
 
 def test_reschedule__sleeps_until_time():

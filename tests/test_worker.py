@@ -10,7 +10,14 @@ from django.utils import timezone
 
 from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
 from nexus_queues.models import JobRun
-from tests.commands import files_fixture, manage_fixture, reports, wait_until  # noqa: F401 - fixtures
+from tests.commands import (  # noqa: F401 - fixtures
+    files_fixture,
+    kill_other_connections,
+    manage_fixture,
+    reports,
+    wait_until,
+)
+from tests.damage import table_missing
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting, Inventory, Product
 
@@ -116,6 +123,63 @@ def test_nexus_worker__sigkill_mid_batch_leaves_leases_that_become_abandoned(man
     assert manage("nexus_worker", "--burst", "--queue", "greetings").finish() == 0
     assert len(reports(files)) == seen
     assert rows.filter(status=Status.ABANDONED).count() == 5
+
+
+@pytest.mark.engines("postgresql", "mysql")
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_nexus_worker__survives_its_connections_killed_during_a_job(manage, files, concurrency):
+    """Connections killed on the server mid-job: the job's own query fails, the lost acknowledgement leaves
+    the batch Leased (then Abandoned, never run again), and the worker reconnects and goes on."""
+    enqueue_many(greetings("block-db", "a"))
+    worker = manage("nexus_worker", "--queue", "greetings", "--peek-delay", "0.1", "--concurrency", concurrency)
+    wait_until(lambda: started(files), "the blocking job to start", worker)
+    assert kill_other_connections() >= 1
+    files["gate"].touch()
+    enqueue(Greeting(name="after", times=2))
+    wait_until(lambda: ["after", "2"] in [words[:2] for words in reports(files)], "a later message processed", worker)
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.finish() == 0, worker.log()
+    assert Counter(words[0] for words in reports(files)) == {"started": 1, "a": 1, "after": 1}
+    first = JobRun.objects.get(correlation_id=reports(files)[0][3])
+    rows = Greeting.model.objects.all()
+    assert sorted(rows.values_list("status", "correlation_id")) == [(Status.LEASED, first.correlation_id)] * 2
+    assert first.finished_at is None
+    abandon_expired_leases(timezone.now() + timedelta(minutes=31))
+    assert manage("nexus_worker", "--burst", "--queue", "greetings").finish() == 0
+    assert list(rows.values_list("status", flat=True)) == [Status.ABANDONED] * 2
+    assert len(reports(files)) == 3
+
+
+@pytest.mark.engines("postgresql", "mysql")
+def test_nexus_worker__heartbeat_reconnects_after_its_connection_is_killed(manage, files):
+    """The heartbeat's connection killed on the server mid-job: it reconnects and renews the lease again."""
+    enqueue(Inventory(sku="slow", quantity=1))
+    worker = manage("nexus_worker", "--queue", "inventory")
+    wait_until(lambda: started(files), "the slow job to start", worker)
+    leased_until = Inventory.model.objects.get().lease_expires_at
+    wait_until(lambda: Inventory.model.objects.get().lease_expires_at > leased_until, "a first renewal", worker)
+    assert kill_other_connections() >= 1
+    renewed = Inventory.model.objects.get().lease_expires_at
+    wait_until(lambda: Inventory.model.objects.get().lease_expires_at > renewed, "a renewal after the kill", worker)
+    assert "Could not renew 1 lease(s)" in worker.log()
+    files["gate"].touch()
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.finish() == 0, worker.log()
+
+
+def test_nexus_worker__a_queue_that_fails_backs_off_alone(manage, files):
+    """A queue whose table cannot be read is logged by name and retried after a pause; the other queues go on."""
+    enqueue(Greeting(name="hello"))
+    enqueue_many([Ping(n=n) for n in range(3)])
+    with table_missing(Greeting.model):
+        worker = manage("nexus_worker", "--queue", "greetings", "--queue", "pings", "--peek-delay", "0.1")
+        wait_until(lambda: len(reports(files)) == 3, "the pings processed", worker)
+        worker.wait_logged("Queue greetings failed")
+    wait_until(lambda: len(reports(files)) == 4, "the greeting processed once its table is back", worker)
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.finish() == 0, worker.log()
+    assert sorted(words[0] for words in reports(files)) == ["hello", "ping", "ping", "ping"]
+    assert not Greeting.model.objects.exists() and not Ping.model.objects.exists()
 
 
 def test_nexus_worker__sigterm_finishes_the_batch_in_hand_and_exits_0(manage, files):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from nexus_queues import QueueJob, previous_message
 from nexus_queues.jobs import Outcome
 from nexus_queues.logs import correlation_id
-from nexus_queues.models import QueueItem
+from nexus_queues.models import QueueItem, QueueSettings
 
 from .more_queues import Ping
 from .queues import Greeting, Inventory, Product
@@ -45,15 +45,18 @@ def wait_for_gate() -> None:
 
 
 class GreetingJob(QueueJob):
-    """``fail`` raises; ``block`` reports ``started`` and waits for the gate; ``later`` runs twice, 1 s apart."""
+    """``fail`` raises; ``block`` reports ``started`` and waits for the gate, ``block-db`` then reads the
+    database; ``later`` runs twice, 1 s apart."""
 
     message_class = Greeting
     batch_size = 10
 
     def process(self, message: Greeting) -> datetime | None:
-        if message.name == "block":
+        if message.name in ("block", "block-db"):
             report("started", message.times)
             wait_for_gate()
+        if message.name == "block-db":
+            QueueSettings.objects.count()  # as most jobs do: fails when the connection was lost meanwhile
         if message.name == "fail":
             raise ValueError(f"cannot greet {message.times}")
         report(message.name, message.times)
