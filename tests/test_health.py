@@ -11,8 +11,8 @@ from django.utils import timezone
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 
 from nexus_queues import QueueMessage, Status, abandon_expired_leases, enqueue_many, lease
-from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.counting import AtLeast
+from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.health_checks import QueueCheck, QueueHealthCheckView, queue_checks
 from nexus_queues.messages import HealthStatus
@@ -144,7 +144,7 @@ def test_queue_state__never_reads_the_whole_table():
 def test_queue_state__wait_is_that_of_the_message_first_in_line():
     """The wait is read from the first Pending message in FIFO order, not the longest wait of all."""
     enqueue_many(GreetingFactory.build_batch(2))
-    first, second = Greeting.model.objects.order_by("id")
+    _, second = Greeting.model.objects.order_by("id")
     Greeting.model.objects.filter(pk=second.pk).update(updated_at=timezone.now() - timedelta(hours=1))
     wait = queue_state(Greeting).oldest_pending_wait
     assert wait < timedelta(minutes=1)
