@@ -80,7 +80,7 @@ class Settings:
     """How long storing delayed messages may keep failing before the store circuit breaker triggers."""
 
     DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
-    """How long fetching due messages may keep failing before the fetch circuit breaker triggers."""
+    """How long one queue's dispatch step may keep failing before its circuit breaker triggers (one per queue)."""
 
     DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
     """How long dispatching due messages may keep failing before the dispatch circuit breaker triggers."""

@@ -10,12 +10,13 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import connections
 from django.http import HttpResponse
 from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 from health_check.views import HealthCheckView
 
+from .breaker import DATABASE_ERRORS
 from .conf import settings
 from .health import queue_health
 from .messages import HealthStatus
@@ -35,7 +36,7 @@ class QueueCheck(HealthCheck):
         opened_here = connection.connection is None
         try:
             health = queue_health(message_class)
-        except DatabaseError as exc:
+        except DATABASE_ERRORS as exc:
             raise ServiceUnavailable(f"Cannot read the queue table ({type(exc).__name__}).") from exc
         finally:
             # Checks run in executor threads: close what this thread opened, as health_check's Database check does.

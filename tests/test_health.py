@@ -1,21 +1,25 @@
 """Queue health: the per-queue policy, its figures from the table, and the django-health-check checks."""
 
+import contextlib
 import dataclasses
+import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 
 from nexus_queues import QueueMessage, Status, abandon_expired_leases, enqueue_many, lease
+from nexus_queues.breaker import reset_connections
 from nexus_queues.counting import AtLeast
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.health_checks import QueueCheck, QueueHealthCheckView, queue_checks
 from nexus_queues.messages import HealthStatus
+from tests.commands import kill_other_connections
 from tests.factories import GreetingFactory
 from tests.testapp.queues import Greeting
 
@@ -257,3 +261,20 @@ def test_view__adds_queue_checks_to_configured_ones():
     view = QueueHealthCheckView(checks=["health_check.checks.Database"])
     names = [type(check).__name__ for check in view.get_checks()]
     assert names[0] == "Database" and names.count("QueueCheck") == 5
+
+
+@pytest.mark.engines("mysql", "postgresql")
+@pytest.mark.django_db(transaction=True)
+def test_check__killed_connection_is_unavailable():
+    """A connection the server killed makes the check report Unavailable (MariaDB's InterfaceError too)."""
+    connection.ensure_connection()  # open before the kill, as a long-running process's would be
+    killer = threading.Thread(target=lambda: (kill_other_connections(), connection.close()))
+    killer.start()
+    killer.join()
+    with contextlib.suppress(DatabaseError):
+        Greeting.model.objects.exists()  # the driver learns its connection is gone (PyMySQL: InterfaceError next)
+    try:
+        with pytest.raises(ServiceUnavailable, match="Cannot read the queue table"):
+            QueueCheck(queue="greetings").run()
+    finally:
+        reset_connections()  # the killed one, so that the test database can be flushed
