@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
+from django.utils import timezone
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -66,6 +67,27 @@ class EnqueueOptions(Schema):
     @classmethod
     def _settable(cls, value: str | None) -> str | None:
         return None if value is None else validate_settable_status(value)
+
+    @field_validator("at", "expires_at")
+    @classmethod
+    def _in_utc_range(cls, value: datetime | None) -> datetime | None:
+        # Django stores times in UTC: 9999-12-31T23:59-10:00 would overflow there, not here.
+        if value is not None and value.tzinfo is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError:
+                raise ValueError(f"{value.isoformat()} falls outside the years 1 to 9999 in UTC.") from None
+        return value
+
+    @field_validator("delay")
+    @classmethod
+    def _reachable(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None:
+            try:
+                timezone.now() + value
+            except OverflowError:
+                raise ValueError(f"now + {value.days} days falls outside the years 1 to 9999.") from None
+        return value
 
 
 class Placed(Schema):
@@ -133,7 +155,9 @@ class StatusChange(NewStatus):
 
     ids: list[RowId] | None = Field(None, max_length=10_000)
     current_status: str | None = None
-    filter: dict[str, JsonScalar] | None = None
+    filter: dict[str, JsonScalar] | None = Field(
+        None, description="Property filters as in GET /queues/{name}/messages, e.g. {\"quantity__gte\": 5}."
+    )
 
     @field_validator("current_status")
     @classmethod
