@@ -41,8 +41,9 @@ def test_enqueue__one_object_is_stored_pending(admin):
     """A JSON object is one message; the answer says it was stored."""
     response = admin.post("queues/greetings", {"name": "Ada"})
     assert response.status_code == 201
-    assert response.json() == {"stored": [{"index": 0, "message_id": None}], "discarded": [], "superseded": []}
     [row] = stored(Greeting)
+    assert response.json() == {"stored": [{"index": 0, "message_id": None, "id": row.pk}], "discarded": [],
+                               "superseded": []}
     assert row.message == Greeting(name="Ada") and row.status == Status.PENDING
 
 
@@ -59,15 +60,16 @@ def test_enqueue__idempotent_duplicate_is_discarded(admin):
     product = {"sku": "A1", "name": "Chair"}
     admin.post("queues/products", product)
     response = admin.post("queues/products", product)
-    assert response.json() == {"stored": [], "discarded": [{"index": 0, "message_id": "A1"}], "superseded": []}
+    assert response.json() == {"stored": [], "discarded": [{"index": 0, "message_id": "A1", "id": None}],
+                               "superseded": []}
     assert len(stored(Product)) == 1
 
 
 def test_enqueue__later_version_in_batch_supersedes_earlier(admin):
     """Two versions of one id in a request: the last is stored, the first superseded."""
     response = admin.post("queues/inventory", [{"sku": "S", "quantity": 1}, {"sku": "S", "quantity": 2}])
-    assert response.json()["stored"] == [{"index": 1, "message_id": "S"}]
-    assert response.json()["superseded"] == [{"index": 0, "message_id": "S"}]
+    assert response.json()["stored"] == [{"index": 1, "message_id": "S", "id": stored(Inventory)[0].pk}]
+    assert response.json()["superseded"] == [{"index": 0, "message_id": "S", "id": None}]
     assert [row.message.quantity for row in stored(Inventory)] == [2]
 
 

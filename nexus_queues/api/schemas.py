@@ -91,10 +91,11 @@ class EnqueueOptions(Schema):
 
 
 class Placed(Schema):
-    """One message of the request: its position in the request and its id (queues with identity)."""
+    """One message of the request: its position in the request, its id (queues with identity) and its row's id."""
 
     index: int
     message_id: str | None
+    id: int | None = Field(None, description="The row id of a stored message: /queues/{name}/messages/{id}.")
 
 
 class Enqueued(Schema):
