@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.db import NotSupportedError
 from django.http import HttpRequest
 
 from .counting import count_up_to
 
+MAX_ROWS = 2**63 - 1
+"""No table holds more rows than its ids count: a signed 64-bit integer, every engine's limit for LIMIT/OFFSET."""
 
-class QueueChangeList(ChangeList):
+
+class CheckedChangeList(ChangeList):
+    """Django's change list, taking query values that hold NUL as a bad lookup (PostgreSQL cannot compare them)."""
+
+    def __init__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> None:
+        for key, values in request.GET.lists():
+            if any("\x00" in text for text in (key, *values)):
+                raise IncorrectLookupParameters(f"Query parameter {key!r} holds a NUL character.")
+        super().__init__(request, *args, **kwargs)
+
+
+class QueueChangeList(CheckedChangeList):
     """Reads the page plus one row; counts only when there is more, and then only up to a limit."""
 
     has_next_page = False
@@ -17,7 +33,12 @@ class QueueChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         per_page = self.list_per_page
         offset = (max(self.page_num, 1) - 1) * per_page
-        rows = list(self.queryset[offset : offset + per_page + 1])
+        if offset + per_page + 1 > MAX_ROWS:
+            raise IncorrectLookupParameters(f"Page {self.page_num} is past the last row any table can hold.")
+        try:
+            rows = list(self.queryset[offset : offset + per_page + 1])
+        except NotSupportedError as exc:  # a lookup this engine lacks, e.g. JSON contains on SQLite
+            raise IncorrectLookupParameters(str(exc)) from exc
         if offset and not rows:
             raise IncorrectLookupParameters(f"Page {self.page_num} is past the last row.")
         self.has_next_page = len(rows) > per_page

@@ -21,7 +21,7 @@ from ..models import JobRun, QueueItem
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status, set_processing_enabled
-from .actions import delete_messages, set_custom_status, set_pending
+from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .filters import HasErrorFilter, StatusFilter
 from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm
@@ -162,6 +162,18 @@ class QueueItemAdmin(admin.ModelAdmin):
             fields.add("lease_expires_at")
         obj.updated_at = timezone.now()
         obj.save(update_fields=[*fields, "updated_at"])
+
+    def response_action(
+        self, request: HttpRequest, queryset: Any, action_location: Any = None
+    ) -> HttpResponse | None:
+        """Django's action handling, refusing a selection that holds anything but row ids (a 500 otherwise)."""
+        bad = not_row_ids(request)
+        if bad:
+            self.message_user(request, f"{bad[0]!r} is not a row id; nothing was changed.", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        # action_location exists from Django 6.1 on; pass it only where Django gave it.
+        where = {} if action_location is None else {"action_location": action_location}
+        return super().response_action(request, queryset, **where)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         overview = queue_overview(self.model.message_class, self.count_limit)
