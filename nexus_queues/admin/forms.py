@@ -9,6 +9,7 @@ from django import forms
 from pydantic import ValidationError as PydanticError
 
 from ..exceptions import InvalidMessage, InvalidStatus
+from ..json_input import MalformedJSON, loads
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json
 from ..status import Status, validate_settable_status
@@ -17,10 +18,27 @@ _MONOSPACE = {"rows": 18, "cols": 70, "class": "vLargeTextField nexus-json", "sp
 
 
 class MessageJSONField(forms.JSONField):
-    """JSON text shown pretty-printed with sorted keys."""
+    """JSON text shown pretty-printed with sorted keys, read strictly (no NaN, lone surrogates, NUL)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(widget=forms.Textarea(attrs=_MONOSPACE), **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in self.empty_values:
+            return super().to_python(value)
+        try:
+            data = loads(value)
+        except MalformedJSON as exc:
+            raise forms.ValidationError(f"Enter a valid JSON: {exc}", code="invalid") from exc
+        return forms.fields.JSONString(data) if isinstance(data, str) else data
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            return loads(data)
+        except MalformedJSON:
+            return forms.fields.InvalidJSONInput(data)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, forms.fields.InvalidJSONInput):
@@ -57,14 +75,15 @@ class QueueItemForm(forms.ModelForm):
             raise forms.ValidationError("A worker holds this message (Leased); edit it once the lease ends.")
         try:
             message_id = message_id_of(message)
-        except InvalidMessage as exc:
+            text = canonical_json(message)
+        except (InvalidMessage, TypeError) as exc:
             raise forms.ValidationError(str(exc)) from exc
         if message_id != self.instance.message_id:
             raise forms.ValidationError(
                 f"The message id is this row's identity ({self.instance.message_id!r}); "
                 "enqueue a new message to store another id."
             )
-        return json.loads(canonical_json(message))
+        return json.loads(text)
 
     def clean_status(self) -> str:
         status = self.cleaned_data["status"]

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -162,6 +162,15 @@ class QueueItemAdmin(admin.ModelAdmin):
             fields.add("lease_expires_at")
         obj.updated_at = timezone.now()
         obj.save(update_fields=[*fields, "updated_at"])
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Django's editor, without "save as new" (new messages go through the enqueue form)."""
+        if "_saveasnew" in request.POST:
+            raise SuspiciousOperation("Save as new is not offered: enqueue a new message instead.")
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     def response_action(
         self, request: HttpRequest, queryset: Any, action_location: Any = None
