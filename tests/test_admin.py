@@ -16,6 +16,7 @@ from django.utils import timezone
 from nexus_queues import Status, enqueue, enqueue_many, lease, mark_error
 from nexus_queues.admin import QueueItemAdmin, autoregister, group_queues_by_category
 from nexus_queues.admin.counting import AtLeast
+from nexus_queues.admin.forms import row_version
 from nexus_queues.models import JobRun, QueueSettings
 from nexus_queues.registry import registry
 from nexus_queues.updates import default_status
@@ -273,7 +274,8 @@ def test_change_view__shows_previous_message_error_and_lease(admin_client: Clien
 
 def post_change(client: Client, item: object, message: object, status: str | None = None) -> object:
     text = message if isinstance(message, str) else json.dumps(message)
-    return client.post(change_url(item.pk, PRODUCTS), {"message": text, "status": status or item.status})
+    data = {"message": text, "status": status or item.status, "row_version": row_version(item)}
+    return client.post(change_url(item.pk, PRODUCTS), data)
 
 
 def test_change_view__valid_edit_saved(admin_client: Client) -> None:

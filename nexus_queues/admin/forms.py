@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from pydantic import ValidationError as PydanticError
 
-from ..exceptions import InvalidMessage, InvalidStatus
+from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError
 from ..json_input import MalformedJSON, loads
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json
 from ..status import Status, validate_settable_status
 
+if TYPE_CHECKING:
+    from ..models import QueueItem
+
 _MONOSPACE = {"rows": 18, "cols": 70, "class": "vLargeTextField nexus-json", "spellcheck": "false"}
+
+
+class RowMoved(NexusQueuesError):
+    """The row changed since the form showed it (a worker leased, processed or deleted it); nothing was written."""
+
+
+def row_version(item: QueueItem) -> str:
+    """What shows that a row moved since a form showed it: its status, last change and lease."""
+    return json.dumps([item.status, item.updated_at.isoformat(), item.correlation_id])
+
+
+def version_lookups(version: str) -> dict[str, Any]:
+    """Lookups that match the row only while it is still at ``version``."""
+    status, updated_at, correlation_id = json.loads(version)
+    return {"status": status, "updated_at": datetime.fromisoformat(updated_at), "correlation_id": correlation_id}
 
 
 class MessageJSONField(forms.JSONField):
@@ -65,9 +84,18 @@ def settable_status(status: str) -> str:
 
 
 class QueueItemForm(forms.ModelForm):
-    """A stored message: its JSON (validated against the message class) and its status."""
+    """A stored message: its JSON (validated against the message class) and its status.
+
+    The form carries the row's version as it showed it, and saves only over that version.
+    """
 
     message = MessageJSONField()
+    row_version = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["row_version"].initial = row_version(self.instance)
 
     def clean_message(self) -> Any:
         message = validated_message(self._meta.model.message_class, self.cleaned_data["message"])
@@ -88,6 +116,19 @@ class QueueItemForm(forms.ModelForm):
     def clean_status(self) -> str:
         status = self.cleaned_data["status"]
         return settable_status(status) if "status" in self.changed_data else status
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        shown = data.get("row_version")
+        if not shown:
+            raise forms.ValidationError("This form does not say which version of the message it showed. "
+                                        "Reload the page; nothing was saved.")
+        if shown != row_version(self.instance):
+            raise forms.ValidationError(
+                f"This message changed since this page was opened: it is {self.instance.status} now, last changed "
+                f"{self.instance.updated_at:%Y-%m-%d %H:%M:%S}. Reload the page to see it; nothing was saved."
+            )
+        return data
 
 
 class EnqueueForm(forms.Form):
