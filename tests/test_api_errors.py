@@ -110,6 +110,28 @@ def test_filters__at_the_limits_work(api):
     assert response.status_code == 200 and [m["message_id"] for m in response.json()["items"]] == ["S"]
 
 
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**400], ids=["2**63", "-2**63-1", "10**400"])
+@pytest.mark.parametrize("operator", ["", "__gt"])
+def test_filters__integer_beyond_64_bits_is_422(api, errors, operator, value):
+    """Filter numbers are whole numbers of 64 bits at most, which every engine compares (SQLite overflowed)."""
+    key = f"quantity{operator}"
+    listed = api.get("queues/inventory/messages", filter=json.dumps({key: value}))
+    changed = api.post("queues/inventory/status", {"status": "Pending", "filter": {key: value}})
+    assert listed.status_code == changed.status_code == 422
+    assert listed.json()["detail"][0]["loc"] == ["query", "filter", key]
+    assert changed.json()["detail"][0]["loc"] == ["body", "filter", key]
+    assert "64-bit" in listed.json()["detail"][0]["msg"]
+    assert statuses(Inventory) == [Status.ERROR] * 2
+
+
+def test_filters__64_bit_integers_compare(api):
+    """The largest and smallest 64-bit integers compare on every engine."""
+    enqueue_many([InventoryFactory(sku="S", quantity=5)])
+    for filters, found in (({"quantity__lt": 2**63 - 1}, ["S"]), ({"quantity__lt": -(2**63)}, [])):
+        response = api.get("queues/inventory/messages", filter=json.dumps(filters))
+        assert [m["message_id"] for m in response.json()["items"]] == found
+
+
 @pytest.mark.parametrize("key", ["sku\n", "sku\n__gte", "a.\nb"])
 def test_filters__key_with_newline_is_422(api, key):
     """Property names are letters, digits and '_' only: a trailing newline does not slip through."""

@@ -56,6 +56,8 @@ def _lookup(key: str, value: Any) -> tuple[str, Any]:
         raise BadFilter(
             f"Filter {key!r}: compare with a string, number, boolean or null, not {type(value).__name__}.", key
         )
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise BadFilter(f"Filter {key!r}: whole numbers must fit a 64-bit integer (what every engine compares).", key)
     if operator == "isnull" and not isinstance(value, bool):
         raise BadFilter(f"Filter {key!r}: isnull takes true or false.", key)
     return "__".join(["message", *parts, OPERATORS[operator]]), value
