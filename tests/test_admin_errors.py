@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.models import JobRun
@@ -63,6 +64,20 @@ def test_changelist__lookup_the_engine_lacks_is_a_bad_lookup(admin_client: Clien
     """A JSON lookup SQLite does not have (contains) is a bad lookup, not a server error."""
     greetings(1)
     assert back_to_list(admin_client.get(GREETINGS, {"message__contains": '{"name": "x"}'}))
+
+
+@pytest.mark.parametrize(("value", "matches"), [("9999-12-31T23:59:59-10:00", 0), ("0001-01-01T00:00:00+14:00", 1)])
+@pytest.mark.parametrize(("url", "field"), [(GREETINGS, "created_at"), (JOB_RUNS, "started_at")])
+def test_changelist__time_beyond_utc_range_is_not_a_server_error(
+    admin_client: Client, url: str, field: str, value: str, matches: int
+) -> None:
+    """A time that leaves the years 1-9999 once in UTC (SQLite and MariaDB overflowed converting it)
+    is compared where the engine can (PostgreSQL) and a bad lookup elsewhere, never a 500."""
+    greetings(1)
+    JobRun.objects.create(job="Greet", queue="greetings", correlation_id="run-1", worker="host:1",
+                          started_at=timezone.now())
+    response = admin_client.get(url, {f"{field}__gte": value})
+    assert back_to_list(response) or len(response.context["cl"].result_list) == matches
 
 
 @pytest.mark.parametrize("selected", ["abc", "\x00", "99999999999999999999"])
