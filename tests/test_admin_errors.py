@@ -111,6 +111,20 @@ def test_change_view__json_no_engine_stores_is_a_form_error(admin_client: Client
     assert (row.message.name, row.message_hash, row.updated_at) == ("before", item.message_hash, item.updated_at)
 
 
+@pytest.mark.parametrize(
+    ("zone", "when"), [("Etc/GMT+10", "9999-12-31T23:59"), ("Etc/GMT-14", "0001-01-01T00:00")]
+)
+def test_enqueue_view__time_beyond_utc_range_is_a_form_error(
+    admin_client: Client, settings: object, zone: str, when: str
+) -> None:
+    """A local time that leaves the years 1-9999 in UTC is a form error naming the field, and nothing is stored
+    (SQLite and MariaDB overflowed, PostgreSQL stored a year it cannot read back)."""
+    settings.TIME_ZONE = zone  # type: ignore[attr-defined]
+    response = admin_client.post(f"{PRODUCTS}add/", {"message": '{"sku": "S", "name": "x"}', "process_at": when})
+    assert response.status_code == 200 and "9999" in str(response.context["form"].errors["process_at"])
+    assert not Product.model.objects.exists()
+
+
 def test_change_view__save_as_new_is_refused(admin_client: Client) -> None:
     """The editor offers no "save as new" (new messages go through the enqueue form): posting it is a 400."""
     ids = greetings(1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django import forms
@@ -151,6 +151,16 @@ class EnqueueForm(forms.Form):
 
     def clean_message(self) -> QueueMessage:
         return validated_message(self.message_class, self.cleaned_data["message"])
+
+    def clean_process_at(self) -> datetime | None:
+        at = self.cleaned_data["process_at"]
+        if at is not None and at.tzinfo is not None:
+            try:
+                at.astimezone(UTC)
+            except OverflowError:
+                raise forms.ValidationError(f"{at:%Y-%m-%d %H:%M} {at.tzname()} falls outside the years 1 to 9999 "
+                                            "in UTC, where it is stored.") from None
+        return at
 
     def clean_status(self) -> str | None:
         status = self.cleaned_data["status"]
