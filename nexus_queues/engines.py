@@ -370,14 +370,17 @@ class PostgresEngine(Engine):
                         copy.write_row([adapt(value) for value in row])
                 else:
                     for row_id, row in zip(ids, rows, strict=True):
-                        copy.write_row([row_id, *(adapt(value) for value in row)])
+                        copy.write_row([row_id, *[adapt(value) for value in row]])
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
         return ids
 
     def _next_ids(self, cursor: Any, table: str, count: int) -> tuple[int, ...]:
         """``count`` new ids from the table's id sequence, growing."""
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)", [table, count])
+        # The sequence's name in FROM, so that it is looked up once rather than once per id.
+        cursor.execute(
+            "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)", [table, count]
+        )
         return tuple(sorted(r[0] for r in cursor.fetchall()))
 
     def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> int:
