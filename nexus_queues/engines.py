@@ -76,7 +76,7 @@ class Listener(Protocol):
     def close(self) -> None: ...
 
 
-_QUOTED_COLUMNS: dict[str, str] = {}
+_QUOTED_COLUMNS: dict[tuple[str, bool], str] = {}
 _CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
 
 
@@ -116,26 +116,36 @@ class Engine:
 
     # --- enqueue -------------------------------------------------------------------
 
-    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
-        """Insert one row; a ``None`` status means the queue's current default status."""
+    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> int:
+        """Insert one row; a ``None`` status means the queue's current default status. Returns its id."""
         sql, params = self._values(model, [row])
         with self.cursor() as cursor:
             cursor.execute(f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {sql}", params)
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
+            return int(cursor.lastrowid)
 
-    def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
-        """Insert rows with known statuses in batched multi-row statements (inside a transaction)."""
+    def insert_many(
+        self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool, return_ids: bool = False
+    ) -> tuple[int, ...] | None:
+        """Insert rows with known statuses in batched multi-row statements (inside a transaction);
+        with ``return_ids``, return their ids in the order of ``rows``."""
         table = self.quote(model._meta.db_table)
         placeholders = "(" + ", ".join(["%s"] * len(INSERT_COLUMNS)) + ")"
+        returning = " RETURNING id" if return_ids else ""
         adapt = self._memo_adapt()
+        ids: list[int] = []
         with self.cursor() as cursor:
             for chunk in _chunks(rows, settings.BATCH_SIZE):
                 values = ", ".join([placeholders] * len(chunk))
                 params = [adapt(value) for row in chunk for value in row]
-                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}", params)
+                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{returning}", params)
+                if return_ids:
+                    # Rows take growing ids in VALUES order; RETURNING may list them in any order.
+                    ids += sorted(r[0] for r in cursor.fetchall())
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
+        return tuple(ids) if return_ids else None
 
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         """Insert or replace rows by message id; return the ids stored (idempotent duplicates are not)."""
@@ -299,11 +309,12 @@ class Engine:
 
     # --- helpers ---------------------------------------------------------------------
 
-    def _columns(self) -> str:
-        vendor = self.connection.vendor
-        if vendor not in _QUOTED_COLUMNS:
-            _QUOTED_COLUMNS[vendor] = "(" + ", ".join(self.quote(c) for c in INSERT_COLUMNS) + ")"
-        return _QUOTED_COLUMNS[vendor]
+    def _columns(self, with_id: bool = False) -> str:
+        key = (self.connection.vendor, with_id)
+        if key not in _QUOTED_COLUMNS:
+            names = ("id", *INSERT_COLUMNS) if with_id else INSERT_COLUMNS
+            _QUOTED_COLUMNS[key] = "(" + ", ".join(self.quote(c) for c in names) + ")"
+        return _QUOTED_COLUMNS[key]
 
     def _memo_adapt(self) -> Any:
         """``adapt`` for one call's values: the rows of a batch share their datetimes, adapted once."""
@@ -373,20 +384,38 @@ class PostgresEngine(Engine):
         with self.connection.wrap_database_errors, _cursor_class(prepare)(driver_connection) as cursor:
             yield cursor
 
-    def insert_many(self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool) -> None:
+    def insert_many(
+        self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool, return_ids: bool = False
+    ) -> tuple[int, ...] | None:
+        # COPY returns nothing: asked for ids, take them from the sequence first (one statement) and COPY them too.
         adapt = self._memo_adapt()
+        table = self.quote(model._meta.db_table)
         with self.cursor() as cursor:
-            with cursor.copy(f"COPY {self.quote(model._meta.db_table)} {self._columns()} FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row([adapt(value) for value in row])
+            ids = self._next_ids(cursor, table, len(rows)) if return_ids else None
+            with cursor.copy(f"COPY {table} {self._columns(with_id=return_ids)} FROM STDIN") as copy:
+                if ids is None:
+                    for row in rows:
+                        copy.write_row([adapt(value) for value in row])
+                else:
+                    for row_id, row in zip(ids, rows, strict=True):
+                        copy.write_row([row_id, *[adapt(value) for value in row]])
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
+        return ids
 
-    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> None:
+    def _next_ids(self, cursor: Any, table: str, count: int) -> tuple[int, ...]:
+        """``count`` new ids from the table's id sequence, growing."""
+        # The sequence's name in FROM, so that it is looked up once rather than once per id.
+        cursor.execute(
+            "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)", [table, count]
+        )
+        return tuple(sorted(r[0] for r in cursor.fetchall()))
+
+    def insert_one(self, model: type[QueueItem], row: Row, *, notify: bool) -> int:
         values, params = self._values(model, [row])
         sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
         with self.cursor() as cursor:
-            self._written(cursor, sql, params, model, notify)
+            return int(self._written(cursor, sql, params, model, notify)[0][0])
 
     def claim(
         self,
@@ -540,6 +569,15 @@ class MySQLEngine(Engine):
 
     can_return_from_update = False
     claim_lock = "FOR UPDATE SKIP LOCKED"
+
+    def insert_many(
+        self, model: type[QueueItem], rows: Sequence[Row], *, notify: bool, return_ids: bool = False
+    ) -> tuple[int, ...] | None:
+        if not return_ids or self.connection.features.can_return_rows_from_bulk_insert:
+            return super().insert_many(model, rows, notify=notify, return_ids=return_ids)
+        # MySQL (not MariaDB) has no INSERT ... RETURNING: each row's own insert tells its id.
+        last = len(rows) - 1
+        return tuple(self.insert_one(model, row, notify=notify and i == last) for i, row in enumerate(rows))
 
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,8 @@ class EnqueueResult:
     """Idempotent duplicates: the stored message already had this id and JSON."""
     superseded: tuple[QueueMessage, ...] = ()
     """Earlier versions of an id that a later message in the same call replaced."""
+    ids: tuple[int, ...] | None = None
+    """The ids of the rows holding ``stored``, in its order; None unless asked for with ``return_ids=True``."""
 
 
 @dataclass(frozen=True)
@@ -48,19 +51,25 @@ def enqueue(
     expires_at: datetime | None = None,
     headers: Mapping[str, Any] | None = None,
     start_processing: bool = False,
+    return_ids: bool = False,
 ) -> EnqueueResult:
     """Store one message: Pending (or the queue's default status, or ``status``), or Sleeping
-    until ``at`` / now + ``delay``. ``start_processing`` wakes idle workers where the engine can."""
+    until ``at`` / now + ``delay``. ``start_processing`` wakes idle workers where the engine can;
+    ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query for queues with identity)."""
     message_class = _message_class([message])
     placement = _placement(at, delay, status, expires_at, headers)
     row = _row(message, placement, timezone.now())
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     if not message_class.has_identity:
-        engine.insert_one(message_class.model, row, notify=notify)
-        return EnqueueResult(stored=(message,))
-    stored = engine.upsert(message_class.model, [row], idempotent=message_class.queue_options.idempotent, notify=notify)
-    return EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
+        row_id = engine.insert_one(message_class.model, row, notify=notify)
+        return EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
+    with transaction.atomic(using=engine.alias) if return_ids else nullcontext():
+        stored = engine.upsert(
+            message_class.model, [row], idempotent=message_class.queue_options.idempotent, notify=notify
+        )
+        result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
+        return _with_ids(engine, message_class, result) if return_ids else result
 
 
 def enqueue_many(
@@ -72,10 +81,12 @@ def enqueue_many(
     expires_at: datetime | None = None,
     headers: Mapping[str, Any] | None = None,
     start_processing: bool = False,
+    return_ids: bool = False,
 ) -> EnqueueResult:
     """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
 
-    All or nothing: a bad message raises before anything is written.
+    All or nothing: a bad message raises before anything is written. ``return_ids`` fills
+    :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues with identity).
     """
     messages = list(messages)
     if not messages:
@@ -92,9 +103,10 @@ def enqueue_many(
             for row in rows:
                 row[STATUS_INDEX] = default
         if not message_class.has_identity:
-            engine.insert_many(message_class.model, rows, notify=notify)
-            return EnqueueResult(stored=tuple(messages))
-        return _upsert_many(engine, message_class, messages, rows, notify)
+            ids = engine.insert_many(message_class.model, rows, notify=notify, return_ids=return_ids)
+            return EnqueueResult(stored=tuple(messages), ids=ids)
+        result = _upsert_many(engine, message_class, messages, rows, notify)
+        return _with_ids(engine, message_class, result) if return_ids else result
 
 
 def _upsert_many(
@@ -111,6 +123,16 @@ def _upsert_many(
         discarded=tuple(messages[i] for i in sorted({*repeated, *(i for i in finals if rows[i][0] not in stored_ids)})),
         superseded=tuple(messages[i] for i in earlier if i not in repeated),
     )
+
+
+def _with_ids(engine: Engine, message_class: type[QueueMessage], result: EnqueueResult) -> EnqueueResult:
+    """``result`` with the ids of the rows holding its stored messages, read in the caller's transaction."""
+    wanted = [message_id_of(message) for message in result.stored]
+    rows = message_class.model.objects.using(engine.alias)
+    found: dict[str | None, int] = {}
+    for start in range(0, len(wanted), 1000):
+        found.update(rows.filter(message_id__in=wanted[start : start + 1000]).values_list("message_id", "id"))
+    return replace(result, ids=tuple(found[message_id] for message_id in wanted))
 
 
 def _message_class(messages: list[QueueMessage]) -> type[QueueMessage]:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many, lease, mark_error
 from nexus_queues.admin import QueueItemAdmin, autoregister, group_queues_by_category
+from nexus_queues.admin.forms import row_version
 from nexus_queues.counting import AtLeast
 from nexus_queues.models import JobRun, QueueSettings
 from nexus_queues.registry import registry
@@ -273,7 +274,8 @@ def test_change_view__shows_previous_message_error_and_lease(admin_client: Clien
 
 def post_change(client: Client, item: object, message: object, status: str | None = None) -> object:
     text = message if isinstance(message, str) else json.dumps(message)
-    return client.post(change_url(item.pk, PRODUCTS), {"message": text, "status": status or item.status})
+    data = {"message": text, "status": status or item.status, "row_version": row_version(item)}
+    return client.post(change_url(item.pk, PRODUCTS), data)
 
 
 def test_change_view__valid_edit_saved(admin_client: Client) -> None:
@@ -291,7 +293,7 @@ def test_change_view__valid_edit_saved(admin_client: Client) -> None:
     ({"sku": "SKU-E", "name": 5}, "name: Input should be a valid string"),
     ({"sku": "SKU-E"}, "name: Field required"),
     ({"sku": "SKU-E", "name": "x", "colour": "red"}, "colour: Extra inputs are not permitted"),
-    ('{"sku": "SKU-E", ', "Enter a valid JSON."),
+    ('{"sku": "SKU-E", ', "Enter a valid JSON: Input data was truncated"),
     ({"sku": "SKU-OTHER", "name": "x"}, "The message id is this row&#x27;s identity"),
 ])
 def test_change_view__invalid_edit_shows_error_changes_nothing(
@@ -361,7 +363,7 @@ def test_enqueue_view__schedule_and_status(admin_client: Client) -> None:
 
 @pytest.mark.parametrize(("data", "error"), [
     ({"message": '{"name": 1}'}, "name: Input should be a valid string"),
-    ({"message": "not json"}, "Enter a valid JSON."),
+    ({"message": "not json"}, "Enter a valid JSON"),
     ({"message": '{"name": "x"}', "status": "Leased"}, "Only lease()"),
     ({"message": '{"name": "x"}', "status": "OnHold", "process_at": "2099-01-01T00:00"}, "give a status or a time"),
 ])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib import admin, messages
@@ -13,6 +14,15 @@ from django.template.response import TemplateResponse
 from ..status import Status
 from ..updates import update_status
 from .forms import StatusForm
+
+_ROW_ID = re.compile(r"[1-9][0-9]{0,18}")
+MAX_ID = 2**63 - 1
+
+
+def not_row_ids(request: HttpRequest) -> list[str]:
+    """The values of the action's selection that are not row ids (whole numbers from 1 to 2**63 - 1)."""
+    selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+    return [value for value in selected if not _ROW_ID.fullmatch(value) or int(value) > MAX_ID]
 
 
 def _set_status(model_admin: Any, request: HttpRequest, queryset: QuerySet, status: str) -> int:

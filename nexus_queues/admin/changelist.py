@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.db import NotSupportedError
 from django.http import HttpRequest
 
 from ..counting import count_up_to
 
+MAX_ROWS = 2**63 - 1
+"""No table holds more rows than its ids count: a signed 64-bit integer, every engine's limit for LIMIT/OFFSET."""
 
-class QueueChangeList(ChangeList):
+
+class CheckedChangeList(ChangeList):
+    """Django's change list, taking lookup values no engine can compare as a bad lookup (back to the list)."""
+
+    def __init__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> None:
+        for key, values in request.GET.lists():
+            if any("\x00" in text for text in (key, *values)):
+                raise IncorrectLookupParameters(f"Query parameter {key!r} holds a NUL character.")
+        super().__init__(request, *args, **kwargs)
+
+    def get_results(self, request: HttpRequest) -> None:
+        # Raised while the query is built, before it runs: a lookup this engine lacks (JSON contains
+        # on SQLite), a time that leaves the years 1-9999 once converted to UTC.
+        try:
+            self.read_results(request)
+        except (NotSupportedError, OverflowError) as exc:
+            raise IncorrectLookupParameters(str(exc)) from exc
+
+    def read_results(self, request: HttpRequest) -> None:
+        """Read the page of results and the counts (Django's ``get_results``)."""
+        super().get_results(request)
+
+
+class QueueChangeList(CheckedChangeList):
     """Reads the page plus one row; counts only when there is more, and then only up to a limit."""
 
     has_next_page = False
 
-    def get_results(self, request: HttpRequest) -> None:
+    def read_results(self, request: HttpRequest) -> None:
         per_page = self.list_per_page
         offset = (max(self.page_num, 1) - 1) * per_page
+        if offset + per_page + 1 > MAX_ROWS:
+            raise IncorrectLookupParameters(f"Page {self.page_num} is past the last row any table can hold.")
         rows = list(self.queryset[offset : offset + per_page + 1])
         if offset and not rows:
             raise IncorrectLookupParameters(f"Page {self.page_num} is past the last row.")

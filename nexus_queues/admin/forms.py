@@ -3,24 +3,61 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from pydantic import ValidationError as PydanticError
 
-from ..exceptions import InvalidMessage, InvalidStatus
+from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError
+from ..json_input import MalformedJSON, loads
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json
 from ..status import Status, validate_settable_status
 
+if TYPE_CHECKING:
+    from ..models import QueueItem
+
 _MONOSPACE = {"rows": 18, "cols": 70, "class": "vLargeTextField nexus-json", "spellcheck": "false"}
 
 
+class RowMoved(NexusQueuesError):
+    """The row changed since the form showed it (a worker leased, processed or deleted it); nothing was written."""
+
+
+def row_version(item: QueueItem) -> str:
+    """What shows that a row moved since a form showed it: its status, last change and lease."""
+    return json.dumps([item.status, item.updated_at.isoformat(), item.correlation_id])
+
+
+def version_lookups(version: str) -> dict[str, Any]:
+    """Lookups that match the row only while it is still at ``version``."""
+    status, updated_at, correlation_id = json.loads(version)
+    return {"status": status, "updated_at": datetime.fromisoformat(updated_at), "correlation_id": correlation_id}
+
+
 class MessageJSONField(forms.JSONField):
-    """JSON text shown pretty-printed with sorted keys."""
+    """JSON text shown pretty-printed with sorted keys, read strictly (no NaN, lone surrogates, NUL)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(widget=forms.Textarea(attrs=_MONOSPACE), **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in self.empty_values:
+            return super().to_python(value)
+        try:
+            data = loads(value)
+        except MalformedJSON as exc:
+            raise forms.ValidationError(f"Enter a valid JSON: {exc}", code="invalid") from exc
+        return forms.fields.JSONString(data) if isinstance(data, str) else data
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            return loads(data)
+        except MalformedJSON:
+            return forms.fields.InvalidJSONInput(data)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, forms.fields.InvalidJSONInput):
@@ -47,9 +84,18 @@ def settable_status(status: str) -> str:
 
 
 class QueueItemForm(forms.ModelForm):
-    """A stored message: its JSON (validated against the message class) and its status."""
+    """A stored message: its JSON (validated against the message class) and its status.
+
+    The form carries the row's version as it showed it, and saves only over that version.
+    """
 
     message = MessageJSONField()
+    row_version = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["row_version"].initial = row_version(self.instance)
 
     def clean_message(self) -> Any:
         message = validated_message(self._meta.model.message_class, self.cleaned_data["message"])
@@ -57,18 +103,32 @@ class QueueItemForm(forms.ModelForm):
             raise forms.ValidationError("A worker holds this message (Leased); edit it once the lease ends.")
         try:
             message_id = message_id_of(message)
-        except InvalidMessage as exc:
+            text = canonical_json(message)
+        except (InvalidMessage, TypeError) as exc:
             raise forms.ValidationError(str(exc)) from exc
         if message_id != self.instance.message_id:
             raise forms.ValidationError(
                 f"The message id is this row's identity ({self.instance.message_id!r}); "
                 "enqueue a new message to store another id."
             )
-        return json.loads(canonical_json(message))
+        return json.loads(text)
 
     def clean_status(self) -> str:
         status = self.cleaned_data["status"]
         return settable_status(status) if "status" in self.changed_data else status
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        shown = data.get("row_version")
+        if not shown:
+            raise forms.ValidationError("This form does not say which version of the message it showed. "
+                                        "Reload the page; nothing was saved.")
+        if shown != row_version(self.instance):
+            raise forms.ValidationError(
+                f"This message changed since this page was opened: it is {self.instance.status} now, last changed "
+                f"{self.instance.updated_at:%Y-%m-%d %H:%M:%S}. Reload the page to see it; nothing was saved."
+            )
+        return data
 
 
 class EnqueueForm(forms.Form):
@@ -91,6 +151,16 @@ class EnqueueForm(forms.Form):
 
     def clean_message(self) -> QueueMessage:
         return validated_message(self.message_class, self.cleaned_data["message"])
+
+    def clean_process_at(self) -> datetime | None:
+        at = self.cleaned_data["process_at"]
+        if at is not None and at.tzinfo is not None:
+            try:
+                at.astimezone(UTC)
+            except OverflowError:
+                raise forms.ValidationError(f"{at:%Y-%m-%d %H:%M} {at.tzname()} falls outside the years 1 to 9999 "
+                                            "in UTC, where it is stored.") from None
+        return at
 
     def clean_status(self) -> str | None:
         status = self.cleaned_data["status"]

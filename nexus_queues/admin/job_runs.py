@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
@@ -10,6 +12,7 @@ from django.utils.html import format_html
 from ..exceptions import NotRegistered
 from ..models import JobRun
 from ..registry import registry
+from .changelist import CheckedChangeList
 
 
 class JobRunAdmin(admin.ModelAdmin):
@@ -31,6 +34,9 @@ class JobRunAdmin(admin.ModelAdmin):
             return "-"
         return format_html('<a href="{}?correlation_id={}">{} messages with correlation id {}</a>',
                            url, run.correlation_id, run.queue, run.correlation_id)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[CheckedChangeList]:
+        return CheckedChangeList
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

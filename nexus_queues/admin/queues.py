@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -21,10 +21,10 @@ from ..models import JobRun, QueueItem
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status, set_processing_enabled
-from .actions import delete_messages, set_custom_status, set_pending
+from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .filters import HasErrorFilter, StatusFilter
-from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm
+from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm, RowMoved, version_lookups
 from .overview import queue_overview
 
 STATUS_COLOURS = {
@@ -150,18 +150,46 @@ class QueueItemAdmin(admin.ModelAdmin):
         return QueueChangeList
 
     def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
-        """Write only what the operator changed, so a worker's concurrent changes survive."""
+        """Write only what the operator changed, and only while the row is as the form showed it, so
+        that a worker's changes meanwhile (a lease, a completion) are neither overwritten nor undone."""
         fields = {"message", "status"} & set(form.changed_data)
         if not fields:
             return
+        changes: dict[str, Any] = {name: form.cleaned_data[name] for name in fields}
         if "message" in fields:
-            obj.message_hash = json_hash(canonical_json(form.cleaned_data["message"]))
-            fields.add("message_hash")
+            changes["message_hash"] = json_hash(canonical_json(form.cleaned_data["message"]))
         if "status" in fields:
-            obj.lease_expires_at = None
-            fields.add("lease_expires_at")
-        obj.updated_at = timezone.now()
-        obj.save(update_fields=[*fields, "updated_at"])
+            changes["lease_expires_at"] = None
+        changes["updated_at"] = timezone.now()
+        shown = version_lookups(form.cleaned_data["row_version"])
+        if not type(obj)._default_manager.using(obj._state.db).filter(pk=obj.pk, **shown).update(**changes):
+            raise RowMoved("This message changed while it was being saved; nothing was saved. Reload the page.")
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Django's editor, without "save as new" (new messages go through the enqueue form); a row that
+        moved during the save sends the operator back to it, with the reason."""
+        if "_saveasnew" in request.POST:
+            raise SuspiciousOperation("Save as new is not offered: enqueue a new message instead.")
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except RowMoved as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def response_action(
+        self, request: HttpRequest, queryset: Any, action_location: Any = None
+    ) -> HttpResponse | None:
+        """Django's action handling, refusing a selection that holds anything but row ids (a 500 otherwise)."""
+        bad = not_row_ids(request)
+        if bad:
+            self.message_user(request, f"{bad[0]!r} is not a row id; nothing was changed.", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        # action_location exists from Django 6.1 on; pass it only where Django gave it.
+        where = {} if action_location is None else {"action_location": action_location}
+        return super().response_action(request, queryset, **where)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         overview = queue_overview(self.model.message_class, self.count_limit)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import NinjaAPI
+from ninja.errors import ValidationError, ValidationErrorContext
 
 from ..registry import registry
 from . import errors
@@ -34,6 +35,23 @@ class QueuesAPI(NinjaAPI):
                 one_or_many = [{"oneOf": [body, {"type": "array", "items": body}]} for body in bodies]
                 operation["requestBody"]["content"]["application/json"]["schema"] = {"anyOf": one_or_many}
         return schema
+
+    def validation_error_from_error_contexts(self, error_contexts: list[ValidationErrorContext]) -> ValidationError:
+        """ninja's 422, locating errors by the request's own fields: ``["body", "status"]``, not ``["body", "change",
+        "status"]`` (ninja puts the view's parameter name in when the whole body is one parameter)."""
+        error = super().validation_error_from_error_contexts(error_contexts)
+        whole_bodies = {_whole_body_parameter(context.model) for context in error_contexts} - {None}
+        for item in error.errors:
+            loc = tuple(item["loc"])
+            if loc[:1] == ("body",) and len(loc) > 1 and loc[1] in whole_bodies:
+                item["loc"] = ("body", *loc[2:])
+        return error
+
+
+def _whole_body_parameter(model: Any) -> str | None:
+    """The name of the one parameter that is the whole body, or None."""
+    fields = list(model.model_fields)
+    return fields[0] if model.__ninja_param_source__ == "body" and len(fields) == 1 else None
 
 
 def _message_schema(message_class: Any, components: dict[str, Any]) -> dict[str, str]:

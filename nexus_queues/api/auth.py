@@ -23,6 +23,8 @@ class BasicAuth(HttpBasicAuth):
 
     def authenticate(self, request: HttpRequest, username: str, password: str) -> Any:
         """The active user with these credentials, or None."""
+        if "\x00" in username or "\x00" in password:
+            return None  # no user has such a name, and PostgreSQL refuses to look one up (a 500)
         user = authenticate(request, username=username, password=password)
         if user is not None:
             request.user = user

@@ -1,16 +1,15 @@
-"""Reading request bodies: the size limit first, then JSON."""
+"""Reading request bodies: the size limit first, then strict JSON."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.http import HttpRequest
-from ninja.errors import HttpError
 from ninja.parser import Parser
 
 from ..conf import settings
+from ..json_input import loads
 from .errors import BodyTooLarge
 
 
@@ -35,16 +34,13 @@ def read_body(request: HttpRequest) -> bytes:
 
 
 def read_json(request: HttpRequest) -> Any:
-    """The body as JSON data; 400 naming the position when it is not JSON."""
-    try:
-        return json.loads(read_body(request))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HttpError(400, f"Malformed JSON body: {exc}") from exc
+    """The body as strict JSON data; :class:`~nexus_queues.json_input.MalformedJSON` (a 400) saying why not."""
+    return loads(read_body(request))
 
 
 class JsonParser(Parser):
-    """ninja's JSON parser with the size limit."""
+    """ninja's JSON parser with the size limit, reading strict JSON."""
 
     def parse_body(self, request: HttpRequest) -> Any:
         """The body as JSON data."""
-        return json.loads(read_body(request))
+        return read_json(request)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from pydantic import ValidationError as PydanticValidationError
 
-from ..exceptions import InvalidLookup, InvalidMessage, InvalidStatus, NexusQueuesError
+from ..exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NexusQueuesError
+from ..json_input import MalformedJSON
+
+CHALLENGES = 'Bearer realm="nexus_queues", Basic realm="nexus_queues", charset="UTF-8"'
+"""The ``WWW-Authenticate`` of every 401: the schemes the API takes (sessions have none to name)."""
 
 
 class BodyTooLarge(NexusQueuesError):
@@ -34,9 +37,11 @@ def pydantic_errors(exc: PydanticValidationError, prefix: list[str | int]) -> Va
 def install(api: NinjaAPI) -> None:
     """Register the handlers that turn our exceptions into JSON answers."""
     api.add_exception_handler(HttpError, partial(_http_error, api))
+    api.add_exception_handler(AuthenticationError, partial(_unauthorized, api))
     api.add_exception_handler(RequestDataTooBig, partial(_too_large, api))
     api.add_exception_handler(BodyTooLarge, partial(_too_large, api))
-    for exc_class in (InvalidMessage, InvalidStatus, InvalidLookup):
+    api.add_exception_handler(MalformedJSON, partial(_malformed, api))
+    for exc_class in (InvalidMessage, InvalidStatus, InvalidLookup, MessageDoesNotFit):
         api.add_exception_handler(exc_class, partial(_unprocessable, api))
 
 
@@ -45,9 +50,19 @@ def _http_error(api: NinjaAPI, request: HttpRequest, exc: HttpError) -> HttpResp
     cause = exc.__cause__
     if isinstance(cause, BodyTooLarge | RequestDataTooBig):
         return _too_large(api, request, cause)
-    if isinstance(cause, json.JSONDecodeError | UnicodeDecodeError):
-        return _detail(api, request, 400, f"Malformed JSON body: {cause}")
+    if isinstance(cause, MalformedJSON):
+        return _malformed(api, request, cause)
     return _detail(api, request, exc.status_code, str(exc))
+
+
+def _unauthorized(api: NinjaAPI, request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = _detail(api, request, exc.status_code, str(exc))
+    response["WWW-Authenticate"] = CHALLENGES
+    return response
+
+
+def _malformed(api: NinjaAPI, request: HttpRequest, exc: MalformedJSON) -> HttpResponse:
+    return _detail(api, request, 400, f"Malformed JSON body: {exc}")
 
 
 def _too_large(api: NinjaAPI, request: HttpRequest, exc: Exception) -> HttpResponse:

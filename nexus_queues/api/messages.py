@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import QuerySet
@@ -10,23 +9,28 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.errors import HttpError
 
+from ..json_input import MalformedJSON, loads
 from ..messages import QueueMessage
 from ..status import validate_status
 from ..updates import update_status
 from . import schemas
 from .auth import queue_for
 from .errors import field_error
-from .filters import BadFilter, message_lookups
+from .filters import MAX_FILTER_KEYS, MAX_FILTER_PATH, BadFilter, message_lookups
 from .queues import ERRORS
 
 router = Router(tags=["messages"])
 FIELDS = tuple(schemas.Message.model_fields)
+FILTER_HELP = (
+    'Property filters, a JSON object: {"sku": "A1", "quantity__gte": 5}; '
+    f"at most {MAX_FILTER_KEYS} properties, paths of at most {MAX_FILTER_PATH} parts."
+)
 
 
 @router.get("/queues/{name}/messages", response={200: schemas.MessagePage, **ERRORS})
 def list_messages(
     request: HttpRequest, name: str, status: str | None = None,
-    filter: str | None = Query(None, description='Property filters, a JSON object: {"sku": "A1", "quantity__gte": 5}.'),
+    filter: str | None = Query(None, description=FILTER_HELP),
     cursor: int = Query(0, ge=0, le=schemas.MAX_ID, description="The next_cursor of the previous page."),
     limit: int = Query(100, ge=1, le=1000),
 ) -> dict[str, Any]:
@@ -92,13 +96,15 @@ def _no_message(message_class: type[QueueMessage], pk: int) -> HttpError:
 
 def _json_object(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadFilter(f"The filter is not JSON: {exc}") from exc
+        return loads(text)
+    except MalformedJSON as exc:
+        raise BadFilter(f"The filter is not strict JSON: {exc}") from exc
 
 
 def _check(loc: list[str | int], parse: Any, value: Any) -> Any:
     try:
         return parse(value)
+    except BadFilter as exc:
+        raise field_error([*loc, exc.key] if exc.key is not None else loc, str(exc)) from exc
     except ValueError as exc:
         raise field_error(loc, str(exc)) from exc

@@ -52,7 +52,7 @@ def enqueue_messages(
     """
     message_class = queue_for(request, name, "add")
     data = read_json(request)
-    kwargs = options.model_dump()
+    kwargs = {**options.model_dump(), "return_ids": True}
     if isinstance(data, list):
         messages = _validate(message_class, data, ["body"])
         return Status(201, _placed(messages, enqueue_many(messages, **kwargs)))
@@ -101,10 +101,11 @@ def _validate(
 
 def _placed(messages: list[QueueMessage], result: EnqueueResult) -> dict[str, Any]:
     index = {id(message): i for i, message in enumerate(messages)}
+    row_ids = {id(message): row_id for message, row_id in zip(result.stored, result.ids or (), strict=True)}
 
     def placed(group: tuple[QueueMessage, ...]) -> list[dict[str, Any]]:
         ordered = sorted(group, key=lambda m: index[id(m)])
-        return [{"index": index[id(m)], "message_id": message_id_of(m)} for m in ordered]
+        return [{"index": index[id(m)], "message_id": message_id_of(m), "id": row_ids.get(id(m))} for m in ordered]
 
     return {name: placed(getattr(result, name)) for name in ("stored", "discarded", "superseded")}
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
+from django.utils import timezone
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -67,12 +68,34 @@ class EnqueueOptions(Schema):
     def _settable(cls, value: str | None) -> str | None:
         return None if value is None else validate_settable_status(value)
 
+    @field_validator("at", "expires_at")
+    @classmethod
+    def _in_utc_range(cls, value: datetime | None) -> datetime | None:
+        # Django stores times in UTC: 9999-12-31T23:59-10:00 would overflow there, not here.
+        if value is not None and value.tzinfo is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError:
+                raise ValueError(f"{value.isoformat()} falls outside the years 1 to 9999 in UTC.") from None
+        return value
+
+    @field_validator("delay")
+    @classmethod
+    def _reachable(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None:
+            try:
+                timezone.now() + value
+            except OverflowError:
+                raise ValueError(f"now + {value.days} days falls outside the years 1 to 9999.") from None
+        return value
+
 
 class Placed(Schema):
-    """One message of the request: its position in the request and its id (queues with identity)."""
+    """One message of the request: its position in the request, its id (queues with identity) and its row's id."""
 
     index: int
     message_id: str | None
+    id: int | None = Field(None, description="The row id of a stored message: /queues/{name}/messages/{id}.")
 
 
 class Enqueued(Schema):
@@ -133,7 +156,9 @@ class StatusChange(NewStatus):
 
     ids: list[RowId] | None = Field(None, max_length=10_000)
     current_status: str | None = None
-    filter: dict[str, JsonScalar] | None = None
+    filter: dict[str, JsonScalar] | None = Field(
+        None, description="Property filters as in GET /queues/{name}/messages, e.g. {\"quantity__gte\": 5}."
+    )
 
     @field_validator("current_status")
     @classmethod
