@@ -222,7 +222,7 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
     }
     model: type[QueueItem] = type(f"{message_class.__name__}QueueItem", (QueueItem,), attrs)  # type: ignore[assignment]
     # Importable by name from the message class's module, as Django's shell and pickling expect of a model.
-    defining = sys.modules[module]
-    if model.__qualname__ == model.__name__ and not hasattr(defining, model.__name__):
+    defining = sys.modules.get(module)
+    if defining is not None and model.__qualname__ == model.__name__ and not hasattr(defining, model.__name__):
         setattr(defining, model.__name__, model)
     return model
