@@ -14,6 +14,7 @@ from django.utils import timezone
 from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
 from .exceptions import InvalidMessage
+from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .serialization import canonical_json, json_hash
 from .status import Status, validate_settable_status
@@ -139,7 +140,7 @@ def _placement(
     if delay is not None:
         if not isinstance(delay, timedelta) or delay < timedelta(0):
             raise InvalidMessage(f"delay must be a non-negative timedelta, got {delay!r}.")
-        at = timezone.now() + delay
+        at = after(timezone.now(), delay)
     for name, value in (("at", at), ("expires_at", expires_at)):
         _check_datetime(name, value)
     if at is not None and status is not None:
@@ -164,6 +165,7 @@ def _check_datetime(name: str, value: datetime | None) -> None:
         raise InvalidMessage(f"{name} must be a datetime, got {type(value).__name__}.")
     if django_settings.USE_TZ and timezone.is_naive(value):
         raise InvalidMessage(f"{name} must be timezone-aware (USE_TZ is on).")
+    check_datetime(name, value)
 
 
 def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:

@@ -29,6 +29,17 @@ class InvalidMessage(NexusQueuesError, ValueError):
     """A message cannot be enqueued as given (wrong type, missing id, mixed queues)."""
 
 
+class UnstorableValue(InvalidMessage):
+    """A value that not every engine stores and reads back (a time out of range, NaN, NUL, nesting too deep).
+
+    ``field`` names the value (``at``, ``Audit.details.x``, ``headers.trace``), ``problem`` says what is wrong.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(f"{field}: {problem}")
+
+
 class MessageDoesNotFit(NexusQueuesError, ValueError):
     """A stored message's JSON no longer validates against its message class.
 

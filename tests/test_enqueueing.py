@@ -1,14 +1,16 @@
 """Enqueue: statuses, scheduling, identity, idempotency, batching, and refusing bad input."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from nexus_queues import Status, enqueue, enqueue_many, set_default_status
-from nexus_queues.exceptions import InvalidMessage, InvalidStatus
+from nexus_queues import Status, dispatch_due, enqueue, enqueue_many, lease, set_default_status
+from nexus_queues.exceptions import InvalidMessage, InvalidStatus, UnstorableValue
+from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, ProductFactory
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
@@ -217,3 +219,45 @@ def test_enqueue__message_id_too_long():
     with pytest.raises(InvalidMessage, match="longer than 255"):
         enqueue(ProductFactory(sku="x" * 256))
     assert Product.model.objects.count() == 0
+
+
+BEFORE_YEAR_1 = datetime(1, 1, 1, tzinfo=dt_timezone(timedelta(hours=14)))  # 0000-12-31 10:00 UTC
+AFTER_9999 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt_timezone(timedelta(hours=-10)))  # 10000-01-01 UTC
+MICROSECOND = timedelta(microseconds=1)
+OUT_OF_RANGE = "outside the supported range .* [(]EARLIEST_DATETIME to LATEST_DATETIME[)]"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"at": BEFORE_YEAR_1}, "at"),
+        ({"at": EARLIEST_DATETIME - MICROSECOND}, "at"),
+        ({"at": datetime(9999, 12, 31, tzinfo=UTC)}, "at"),
+        ({"expires_at": AFTER_9999}, "expires_at"),
+        ({"expires_at": LATEST_DATETIME + MICROSECOND}, "expires_at"),
+        ({"delay": timedelta.max}, "delay"),
+        ({"delay": timedelta(days=3_000_000)}, "delay"),
+    ],
+)
+def test_enqueue__times_out_of_range_store_nothing(kwargs, field):
+    """A time outside the supported range (or now + a delay past it) is refused, naming it and the range."""
+    for call, messages in ((enqueue, GreetingFactory()), (enqueue_many, GreetingFactory.build_batch(2))):
+        with pytest.raises(UnstorableValue, match=OUT_OF_RANGE) as caught:
+            call(messages, **kwargs)
+        assert caught.value.field == field
+    assert Greeting.model.objects.count() == 0
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"])
+def test_enqueue__times_at_the_limits_are_stored_and_read_back(settings, zone):
+    """The first and last supported times are stored, dispatched, leased and shown on every engine, in any TIME_ZONE."""
+    settings.TIME_ZONE = zone
+    enqueue(GreetingFactory(name="first"), at=EARLIEST_DATETIME, expires_at=LATEST_DATETIME)
+    enqueue(GreetingFactory(name="last"), at=LATEST_DATETIME)
+    first, last = rows(Greeting)
+    assert (first.process_at, first.expires_at) == (EARLIEST_DATETIME, LATEST_DATETIME)
+    assert last.process_at == LATEST_DATETIME
+    assert [timezone.localtime(t).year for t in (first.process_at, last.process_at)] in ([1000, 9999], [999, 9999])
+    assert dispatch_due()["greetings"] == 1
+    [item] = lease(Greeting, 10)
+    assert (item.message.name, item.process_at, item.expires_at) == ("first", EARLIEST_DATETIME, LATEST_DATETIME)
