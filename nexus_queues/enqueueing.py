@@ -150,7 +150,7 @@ def _placement(
     if headers is not None and not isinstance(headers, Mapping):
         raise InvalidMessage(f"headers must be a mapping, got {type(headers).__name__}.")
     try:
-        headers_json = canonical_json(dict(headers or {}))
+        headers_json = canonical_json(dict(headers or {}), "headers")
     except TypeError as exc:
         raise InvalidMessage(f"headers must be JSON-serializable: {exc}") from exc
     return _Placement(

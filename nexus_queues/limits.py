@@ -1,4 +1,4 @@
-"""What every engine stores and Python reads back: the range of times."""
+"""What every engine stores and Python reads back: the range of times and how deep JSON may nest."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ EARLIEST_DATETIME = datetime(1000, 1, 1, tzinfo=UTC)
 
 LATEST_DATETIME = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
 """The latest time stored: a day before Python's last, so that any TIME_ZONE can show it."""
+
+MAX_JSON_DEPTH = 31
+"""How deep objects and arrays may nest in a message or its headers, the outermost counting as 1
+(MariaDB's JSON_VALID refuses 32)."""
 
 _RANGE = (
     f"the supported range {EARLIEST_DATETIME.isoformat()} to {LATEST_DATETIME.isoformat()} "
