@@ -10,7 +10,7 @@ from pydantic import ValidationError as PydanticError
 
 from ..exceptions import InvalidMessage, InvalidStatus
 from ..messages import QueueMessage, message_id_of, validation_summary
-from ..serialization import canonical_json
+from ..serialization import canonical_json, unstorable_text
 from ..status import Status, validate_settable_status
 
 _MONOSPACE = {"rows": 18, "cols": 70, "class": "vLargeTextField nexus-json", "spellcheck": "false"}
@@ -27,7 +27,9 @@ class MessageJSONField(forms.JSONField):
             return value
         if isinstance(value, QueueMessage):
             value = value.model_dump(mode="json", by_alias=True)
-        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        # A lone surrogate in refused input cannot be sent as UTF-8: show it escaped.
+        return text if unstorable_text(text) is None else json.dumps(value, indent=2, sort_keys=True)
 
 
 def validated_message(message_class: type[QueueMessage], data: Any) -> QueueMessage:
@@ -64,7 +66,10 @@ class QueueItemForm(forms.ModelForm):
                 f"The message id is this row's identity ({self.instance.message_id!r}); "
                 "enqueue a new message to store another id."
             )
-        return json.loads(canonical_json(message))
+        try:
+            return json.loads(canonical_json(message))
+        except InvalidMessage as exc:  # NaN, NUL, ... that not every engine stores
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_status(self) -> str:
         status = self.cleaned_data["status"]
