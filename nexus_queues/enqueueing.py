@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
-from .exceptions import InvalidMessage
+from .exceptions import InvalidMessage, UnstorableValue
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .serialization import canonical_json, json_hash
@@ -84,7 +84,7 @@ def enqueue_many(
     message_class = _message_class(messages)
     placement = _placement(at, delay, status, expires_at, headers)
     now = timezone.now()
-    rows = [_row(m, placement, now) for m in messages]
+    rows = _rows(messages, placement, now)
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     with transaction.atomic(using=engine.alias):
@@ -166,6 +166,16 @@ def _check_datetime(name: str, value: datetime | None) -> None:
     if django_settings.USE_TZ and timezone.is_naive(value):
         raise InvalidMessage(f"{name} must be timezone-aware (USE_TZ is on).")
     check_datetime(name, value)
+
+
+def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) -> list[list[Any]]:
+    rows = []
+    for index, message in enumerate(messages):
+        try:
+            rows.append(_row(message, placement, now))
+        except UnstorableValue as exc:
+            raise UnstorableValue(exc.field, exc.problem, index) from exc
+    return rows
 
 
 def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:

@@ -48,7 +48,7 @@ def audit_nested(depth):
         ("products", '{"sku": "\\udfff", "name": "n"}', "Product.message_id: holds a lone surrogate"),
         ("audits", audit_nested(MAX_JSON_DEPTH), f"deeper than {MAX_JSON_DEPTH}"),
         ("audits", audit_nested(900), f"deeper than {MAX_JSON_DEPTH}"),
-        ("greetings", '[{"name": "ok"}, {"name": "a\\u0000"}]', "Greeting.name: holds NUL"),
+        ("greetings", '[{"name": "ok"}, {"name": "a\\u0000"}]', "message 1: Greeting.name: holds NUL"),
     ],
 )
 def test_enqueue__unstorable_message_is_422(post, queue, body, problem):

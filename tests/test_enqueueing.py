@@ -302,6 +302,13 @@ def test_enqueue__unstorable_message_stores_nothing(case):
     assert Audit.model.objects.count() == 0
 
 
+def test_enqueue_many__names_the_unstorable_message_by_position():
+    """In a batch, the error says which message holds the unstorable value."""
+    with pytest.raises(UnstorableValue, match=r"^message 2: Audit.event: holds NUL") as caught:
+        enqueue_many([AuditFactory(), AuditFactory(), Audit(event="\x00")])
+    assert (caught.value.index, caught.value.field) == (2, "Audit.event")
+
+
 @pytest.mark.parametrize(
     ("sku", "problem"), [("A\x00", "holds NUL"), ("\ud800", "lone surrogate")]
 )
