@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
-from .exceptions import InvalidMessage
+from .exceptions import InvalidMessage, UnstorableValue
+from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .serialization import canonical_json, json_hash
 from .status import Status, validate_settable_status
@@ -94,7 +95,7 @@ def enqueue_many(
     message_class = _message_class(messages)
     placement = _placement(at, delay, status, expires_at, headers)
     now = timezone.now()
-    rows = [_row(m, placement, now) for m in messages]
+    rows = _rows(messages, placement, now)
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     with transaction.atomic(using=engine.alias):
@@ -161,7 +162,7 @@ def _placement(
     if delay is not None:
         if not isinstance(delay, timedelta) or delay < timedelta(0):
             raise InvalidMessage(f"delay must be a non-negative timedelta, got {delay!r}.")
-        at = timezone.now() + delay
+        at = after(timezone.now(), delay)
     for name, value in (("at", at), ("expires_at", expires_at)):
         _check_datetime(name, value)
     if at is not None and status is not None:
@@ -171,7 +172,7 @@ def _placement(
     if headers is not None and not isinstance(headers, Mapping):
         raise InvalidMessage(f"headers must be a mapping, got {type(headers).__name__}.")
     try:
-        headers_json = canonical_json(dict(headers or {}))
+        headers_json = canonical_json(dict(headers or {}), "headers")
     except TypeError as exc:
         raise InvalidMessage(f"headers must be JSON-serializable: {exc}") from exc
     return _Placement(
@@ -186,6 +187,17 @@ def _check_datetime(name: str, value: datetime | None) -> None:
         raise InvalidMessage(f"{name} must be a datetime, got {type(value).__name__}.")
     if django_settings.USE_TZ and timezone.is_naive(value):
         raise InvalidMessage(f"{name} must be timezone-aware (USE_TZ is on).")
+    check_datetime(name, value)
+
+
+def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) -> list[list[Any]]:
+    rows = []
+    for index, message in enumerate(messages):
+        try:
+            rows.append(_row(message, placement, now))
+        except UnstorableValue as exc:
+            raise UnstorableValue(exc.field, exc.problem, index) from exc
+    return rows
 
 
 def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:

@@ -29,6 +29,18 @@ class InvalidMessage(NexusQueuesError, ValueError):
     """A message cannot be enqueued as given (wrong type, missing id, mixed queues)."""
 
 
+class UnstorableValue(InvalidMessage):
+    """A value that not every engine stores and reads back (a time out of range, NaN, NUL, nesting too deep).
+
+    ``field`` names the value (``at``, ``Audit.details.x``, ``headers.trace``), ``problem`` says what is wrong,
+    ``index`` is the message's position in an ``enqueue_many`` batch (None for one message).
+    """
+
+    def __init__(self, field: str, problem: str, index: int | None = None) -> None:
+        self.field, self.problem, self.index = field, problem, index
+        super().__init__(f"{field}: {problem}" if index is None else f"message {index}: {field}: {problem}")
+
+
 class MessageDoesNotFit(NexusQueuesError, ValueError):
     """A stored message's JSON no longer validates against its message class.
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit
+from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit, UnstorableValue
+from .serialization import unstorable_text
 from .status import Status, validate_status
 
 if TYPE_CHECKING:
@@ -132,7 +133,9 @@ class QueueMessage(BaseModel):
     ``abstract`` (a base with shared fields, no queue).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # JSON has no NaN or infinities: typed float fields refuse them, and untyped ones keep them
+    # (rather than dump them as null) so that canonical_json refuses them too.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, ser_json_inf_nan="constants")
 
     has_identity: ClassVar[bool] = False
     queue_options: ClassVar[QueueOptions]
@@ -215,6 +218,9 @@ def message_id_of(message: QueueMessage) -> str | None:
         raise InvalidMessage(f"{type(message).__qualname__}.message_id must be non-empty text, got {value!r}.")
     if len(value) > MAX_MESSAGE_ID_LENGTH:
         raise InvalidMessage(f"{type(message).__qualname__}.message_id is longer than {MAX_MESSAGE_ID_LENGTH}.")
+    problem = unstorable_text(value)
+    if problem:
+        raise UnstorableValue(f"{type(message).__qualname__}.message_id", problem)
     return value
 
 

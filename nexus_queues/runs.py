@@ -14,10 +14,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from .exceptions import UnstorableValue
 from .failures import message_of
 from .heartbeat import Heartbeat
 from .jobs import Outcome, QueueJob
 from .leasing import lease
+from .limits import check_datetime
 from .logs import correlation_id
 from .models import JobRun, QueueItem
 from .updates import mark_error, mark_processed, reschedule, retry_later
@@ -77,9 +79,9 @@ def _sort(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outc
         if outcome is None:
             result.done.append(item)
         elif isinstance(outcome, datetime):
-            result.later[outcome].append(item)
+            _later(result, item, outcome)
         elif isinstance(outcome, BaseException):
-            retry = job.retry_at(item, now)
+            retry = _retry_at(job, item, now)
             _log_failure(item, outcome, retry)
             if retry is None:
                 result.failed.append((item, outcome))
@@ -88,6 +90,29 @@ def _sort(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outc
         else:
             result.failed.append((item, TypeError(f"{type(outcome).__name__} is not a datetime, exception or None.")))
     return result
+
+
+def _later(result: _Sorted, item: QueueItem, at: datetime) -> None:
+    """Run ``item`` again at ``at``; a time the database cannot store fails this message only."""
+    try:
+        check_datetime("the time the job returned", at)
+    except UnstorableValue as exc:
+        _log_failure(item, exc, None)
+        result.failed.append((item, exc))
+    else:
+        result.later[at].append(item)
+
+
+def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
+    """The job's time for another attempt, or None (Error) when there is none or it cannot be stored."""
+    try:
+        retry = job.retry_at(item, now)
+        if retry is not None:
+            check_datetime("retry_at", retry)
+    except (OverflowError, UnstorableValue) as exc:
+        logger.warning("Message %s is not retried: %s", item.pk, exc, extra={"action": "retry_unusable"})
+        return None
+    return retry
 
 
 def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:

@@ -1,25 +1,61 @@
-"""Canonical JSON of messages: one text for storage, hashing and idempotency checks."""
+"""Canonical JSON of messages: one text for storage, hashing and idempotency checks, holding only
+what every engine stores and reads back."""
 
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from typing import Any
 
 import msgspec
 from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import BaseModel
 
+from .exceptions import UnstorableValue
+from .limits import MAX_JSON_DEPTH
+
 _canonical = msgspec.json.Encoder(order="sorted")
+_NUL = "\\u0000"  # how the encoder writes NUL
+_msgpack = msgspec.msgpack.Encoder()
+_NON_FINITE_FLOAT = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_CONTAINERS = (dict, list, tuple)
 
 
-def canonical_json(data: Any) -> str:
-    """JSON text with sorted keys and no spaces, so equal data gives equal text."""
-    if isinstance(data, BaseModel):
-        data = data.model_dump(mode="json", by_alias=True)
+def canonical_json(data: Any, name: str = "") -> str:
+    """JSON text with sorted keys and no spaces, so equal data gives equal text.
+
+    Raises :class:`UnstorableValue` naming the value (under ``name``, by default the message's class)
+    that not every engine stores: NaN or infinity, NUL, a lone surrogate, nesting deeper than
+    :data:`MAX_JSON_DEPTH`.
+    """
+    dumped = data
     try:
-        return _canonical.encode(data).decode()
+        if isinstance(data, BaseModel):
+            dumped = data.model_dump(mode="json", by_alias=True)
+        text = _canonical.encode(dumped).decode()
     except (TypeError, msgspec.EncodeError) as exc:
         raise TypeError(f"not JSON-serializable: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # lone surrogates, pydantic's depth limit, huge integers
+        name = _name(name, data)
+        raise _found(name, dumped, data) or UnstorableValue(name, f"cannot be made JSON: {exc}.") from exc
+    found = _found(_name(name, data), dumped, data) if _suspect(text, dumped) else None
+    if found:
+        raise found
+    return text
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why not every engine stores ``text`` (NUL, a lone surrogate), or None when they all do."""
+    if "\x00" in text:
+        return "holds NUL (\\x00), which PostgreSQL cannot store."
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "holds a lone surrogate (\\ud800 to \\udfff), which is not UTF-8."
+    return None
 
 
 def json_hash(text: str) -> str:
@@ -34,3 +70,62 @@ class MessageEncoder(DjangoJSONEncoder):
         if isinstance(o, BaseModel):
             return o.model_dump(mode="json", by_alias=True)
         return super().default(o)
+
+
+def _suspect(text: str, dumped: Any) -> bool:
+    """Might ``dumped`` hold something unstorable? Cheap tests first, so that most messages skip the walk."""
+    # The encoder writes NaN and infinities as null; pydantic dumps a key holding a lone surrogate as U+FFFD.
+    return _NUL in text or "\ufffd" in text or ("null" in text and _non_finite(dumped)) or _maybe_too_deep(text)
+
+
+def _non_finite(data: Any) -> bool:
+    """Might ``data`` hold NaN or an infinity?"""
+    # msgpack writes each float as 0xCB and 8 big-endian bytes; NaN and infinities have every exponent bit set.
+    try:
+        return _NON_FINITE_FLOAT.search(_msgpack.encode(data)) is not None
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return True
+
+
+def _maybe_too_deep(text: str) -> bool:
+    """Might ``text`` nest deeper than :data:`MAX_JSON_DEPTH`? (Brackets in strings count: a false alarm walks.)"""
+    if len(text) <= 2 * MAX_JSON_DEPTH or text.count("{") + text.count("[") <= MAX_JSON_DEPTH:
+        return False
+    brackets = text.encode().translate(None, _NOT_BRACKETS)
+    # A pass removes at most one level of objects and one of arrays: deeper nesting outlasts every pass.
+    for _ in range(MAX_JSON_DEPTH // 2):
+        brackets = brackets.replace(b"{}", b"").replace(b"[]", b"")
+        if not brackets:
+            return False
+    return True
+
+
+def _name(name: str, data: Any) -> str:
+    return name or (type(data).__qualname__ if isinstance(data, BaseModel) else "value")
+
+
+def _found(name: str, dumped: Any, data: Any) -> UnstorableValue | None:
+    """What the dump holds that not every engine stores, or else what the message held that pydantic's dump changed."""
+    return _unstorable(name, dumped) or (_unstorable(name, data) if data is not dumped else None)
+
+
+def _unstorable(name: str, data: Any) -> UnstorableValue | None:
+    """The first value in ``data`` that not every engine stores, as an error naming it by its path under ``name``."""
+    stack: list[tuple[str, Any, int]] = [(name, data, 1)]
+    while stack:
+        path, value, depth = stack.pop()
+        if isinstance(value, BaseModel):  # the message itself, not its dump
+            value = value.__dict__
+        if isinstance(value, _CONTAINERS):
+            if depth > MAX_JSON_DEPTH:
+                return UnstorableValue(path, f"objects and arrays nest deeper than {MAX_JSON_DEPTH} (MAX_JSON_DEPTH).")
+            for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+                problem = unstorable_text(key) if isinstance(key, str) else None
+                if problem:
+                    return UnstorableValue(path, f"key {key!r} {problem}")
+                stack.append((f"{path}.{key}", item, depth + 1))
+        elif isinstance(value, str) and (problem := unstorable_text(value)):
+            return UnstorableValue(path, problem)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return UnstorableValue(path, f"{value} is not a JSON number (NaN and infinities cannot be stored).")
+    return None

@@ -14,6 +14,7 @@ from django.utils import timezone
 from .engines import Engine, engine_for
 from .exceptions import InvalidLookup, InvalidMessage
 from .failures import describe as _describe
+from .limits import check_datetime
 from .messages import QueueMessage
 from .models import QueueItem, QueueSettings
 from .registry import registry
@@ -73,8 +74,7 @@ def reschedule(
 
     ``reset_attempts`` starts the attempt count afresh (a job asked to run again later after a success).
     """
-    if not isinstance(at, datetime):
-        raise InvalidMessage(f"reschedule needs a datetime, got {type(at).__name__}.")
+    _check_at("reschedule", at)
     now = now or timezone.now()
     attempts = ", attempts = 0" if reset_attempts else ""
     return _fenced(
@@ -94,6 +94,7 @@ def retry_later(
     items: Iterable[QueueItem], exc: BaseException, at: datetime, *, now: datetime | None = None
 ) -> list[int]:
     """Sleeping until ``at`` for another attempt, keeping the exception that failed this one."""
+    _check_at("retry_later", at)
     now = now or timezone.now()
     error = _describe(exc)
     return _fenced(
@@ -192,6 +193,12 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
         if moved:
             engine.notify(message_class.queue_name())
     return counts
+
+
+def _check_at(function: str, at: datetime) -> None:
+    if not isinstance(at, datetime):
+        raise InvalidMessage(f"{function} needs a datetime, got {type(at).__name__}.")
+    check_datetime("at", at)
 
 
 def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list[QueueItem]]]:

@@ -1,14 +1,17 @@
 """Enqueue: statuses, scheduling, identity, idempotency, batching, and refusing bad input."""
 
-from datetime import timedelta
+import math
+from datetime import UTC, datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from nexus_queues import Status, enqueue, enqueue_many, set_default_status
-from nexus_queues.exceptions import InvalidMessage, InvalidStatus
+from nexus_queues import Status, dispatch_due, enqueue, enqueue_many, lease, set_default_status
+from nexus_queues.exceptions import InvalidMessage, InvalidStatus, UnstorableValue
+from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME, MAX_JSON_DEPTH
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, ProductFactory
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
@@ -217,3 +220,127 @@ def test_enqueue__message_id_too_long():
     with pytest.raises(InvalidMessage, match="longer than 255"):
         enqueue(ProductFactory(sku="x" * 256))
     assert Product.model.objects.count() == 0
+
+
+BEFORE_YEAR_1 = datetime(1, 1, 1, tzinfo=dt_timezone(timedelta(hours=14)))  # 0000-12-31 10:00 UTC
+AFTER_9999 = datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt_timezone(timedelta(hours=-10)))  # 10000-01-01 UTC
+MICROSECOND = timedelta(microseconds=1)
+OUT_OF_RANGE = "outside the supported range .* [(]EARLIEST_DATETIME to LATEST_DATETIME[)]"
+NOT_A_NUMBER = "is not a JSON number [(]NaN and infinities cannot be stored[)]"
+TOO_DEEP = f"deeper than {MAX_JSON_DEPTH} [(]MAX_JSON_DEPTH[)]"
+
+
+def deep(depth):
+    """Objects nested ``depth`` deep, the outermost counting as 1."""
+    data = {}
+    for _ in range(depth - 1):
+        data = {"a": data}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"at": BEFORE_YEAR_1}, "at"),
+        ({"at": EARLIEST_DATETIME - MICROSECOND}, "at"),
+        ({"at": datetime(9999, 12, 31, tzinfo=UTC)}, "at"),
+        ({"expires_at": AFTER_9999}, "expires_at"),
+        ({"expires_at": LATEST_DATETIME + MICROSECOND}, "expires_at"),
+        ({"delay": timedelta.max}, "delay"),
+        ({"delay": timedelta(days=3_000_000)}, "delay"),
+    ],
+)
+def test_enqueue__times_out_of_range_store_nothing(kwargs, field):
+    """A time outside the supported range (or now + a delay past it) is refused, naming it and the range."""
+    for call, messages in ((enqueue, GreetingFactory()), (enqueue_many, GreetingFactory.build_batch(2))):
+        with pytest.raises(UnstorableValue, match=OUT_OF_RANGE) as caught:
+            call(messages, **kwargs)
+        assert caught.value.field == field
+    assert Greeting.model.objects.count() == 0
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"])
+def test_enqueue__times_at_the_limits_are_stored_and_read_back(settings, zone):
+    """The first and last supported times are stored, dispatched, leased and shown on every engine, in any TIME_ZONE."""
+    settings.TIME_ZONE = zone
+    enqueue(GreetingFactory(name="first"), at=EARLIEST_DATETIME, expires_at=LATEST_DATETIME)
+    enqueue(GreetingFactory(name="last"), at=LATEST_DATETIME)
+    first, last = rows(Greeting)
+    assert (first.process_at, first.expires_at) == (EARLIEST_DATETIME, LATEST_DATETIME)
+    assert last.process_at == LATEST_DATETIME
+    assert [timezone.localtime(t).year for t in (first.process_at, last.process_at)] in ([1000, 9999], [999, 9999])
+    assert dispatch_due()["greetings"] == 1
+    [item] = lease(Greeting, 10)
+    assert (item.message.name, item.process_at, item.expires_at) == ("first", EARLIEST_DATETIME, LATEST_DATETIME)
+
+
+UNSTORABLE = {
+    "NaN in free-form data": (lambda: Audit(event="e", details={"x": math.nan}), "Audit.details.x", NOT_A_NUMBER),
+    "1e400 in a list": (lambda: Audit(event="e", details={"x": [1, 1e400]}), "Audit.details.x.1", NOT_A_NUMBER),
+    "infinity in a typed float": (
+        lambda: Audit.model_construct(event="e", duration=-math.inf, details={}), "Audit.duration", NOT_A_NUMBER
+    ),
+    "NUL in text": (lambda: Audit(event="a\x00b"), "Audit.event", "holds NUL"),
+    "NUL in a key": (lambda: Audit(event="e", details={"k\x00": 1}), "Audit.details", "holds NUL"),
+    "lone surrogate": (lambda: Audit(event="\ud800"), "Audit.event", "lone surrogate"),
+    "lone surrogate in a key": (lambda: Audit(event="e", details={"\udfff": 1}), "Audit.details", "lone surrogate"),
+    "900 deep": (lambda: Audit(event="e", details=deep(900)), "Audit.details" + ".a" * (MAX_JSON_DEPTH - 1), TOO_DEEP),
+    "one level too deep": (
+        lambda: Audit(event="e", details=deep(MAX_JSON_DEPTH)), "Audit.details" + ".a" * (MAX_JSON_DEPTH - 1), TOO_DEEP
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSTORABLE))
+def test_enqueue__unstorable_message_stores_nothing(case):
+    """A message not every engine stores is refused by enqueue and enqueue_many (whole), naming the field."""
+    build, field, problem = UNSTORABLE[case]
+    for call, messages in ((enqueue, build()), (enqueue_many, [AuditFactory(), build(), AuditFactory()])):
+        with pytest.raises(UnstorableValue, match=problem) as caught:
+            call(messages)
+        assert caught.value.field == field
+    assert Audit.model.objects.count() == 0
+
+
+def test_enqueue_many__names_the_unstorable_message_by_position():
+    """In a batch, the error says which message holds the unstorable value."""
+    with pytest.raises(UnstorableValue, match=r"^message 2: Audit.event: holds NUL") as caught:
+        enqueue_many([AuditFactory(), AuditFactory(), Audit(event="\x00")])
+    assert (caught.value.index, caught.value.field) == (2, "Audit.event")
+
+
+@pytest.mark.parametrize(
+    ("sku", "problem"), [("A\x00", "holds NUL"), ("\ud800", "lone surrogate")]
+)
+def test_enqueue_many__unstorable_message_id_stores_nothing(sku, problem):
+    """A message id with NUL or a lone surrogate is refused and the batch with it stores nothing."""
+    with pytest.raises(UnstorableValue, match=problem):
+        enqueue_many([ProductFactory(), ProductFactory(sku=sku)])
+    assert Product.model.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("headers", "field", "problem"),
+    [
+        ({"x": math.inf}, "headers.x", "not a JSON number"),
+        ({"x": [math.nan]}, "headers.x.0", "not a JSON number"),
+        ({"x": "\x00"}, "headers.x", "holds NUL"),
+        ({"\ud800": 1}, "headers", "lone surrogate"),
+        ({"x": deep(MAX_JSON_DEPTH)}, "headers.x" + ".a" * (MAX_JSON_DEPTH - 1), TOO_DEEP),
+    ],
+)
+def test_enqueue__unstorable_headers_store_nothing(headers, field, problem):
+    """Headers are held to the same rules as messages."""
+    for call, messages in ((enqueue, GreetingFactory()), (enqueue_many, GreetingFactory.build_batch(2))):
+        with pytest.raises(UnstorableValue, match=problem) as caught:
+            call(messages, headers=headers)
+        assert caught.value.field == field
+    assert Greeting.model.objects.count() == 0
+
+
+def test_enqueue__deepest_message_and_headers_are_stored_and_read_back():
+    """A message and headers nested MAX_JSON_DEPTH deep are stored, leased and read back on every engine."""
+    message = Audit(event="deep", details=deep(MAX_JSON_DEPTH - 1))
+    enqueue(message, status=Status.PENDING, headers=deep(MAX_JSON_DEPTH))
+    [item] = lease(Audit, 1)
+    assert (item.message, item.headers) == (message, deep(MAX_JSON_DEPTH))

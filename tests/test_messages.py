@@ -1,15 +1,17 @@
 """Message classes: queue options are validated at import, and each queue gets its model."""
 
+import math
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.apps import apps
 from django.core import checks
+from pydantic import ValidationError
 
 from nexus_queues import QueueMessage, QueueMessageWithId
-from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, MessageDoesNotFit
-from nexus_queues.messages import HealthStatus, queue_name_from_class
+from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, MessageDoesNotFit, UnstorableValue
+from nexus_queues.messages import HealthStatus, message_id_of, queue_name_from_class
 from nexus_queues.registry import registry
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Audit, Greeting, Inventory, Price, Product
@@ -170,3 +172,20 @@ def test_from_stored__json_that_no_longer_fits_names_the_row():
     """Stored JSON that fails validation raises MessageDoesNotFit naming queue, row and field."""
     with pytest.raises(MessageDoesNotFit, match=r"Message None of queue 'products'.*prices.0.amount"):
         Product.from_stored({"sku": "A", "name": "n", "prices": [{"currency": "EUR", "amount": "lots"}]})
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf, 1e400])
+def test_message_class__typed_float_refuses_nan_and_infinities(number):
+    """A float field takes finite numbers only: JSON has no NaN or infinity."""
+    with pytest.raises(ValidationError, match="duration\n  Input should be a finite number"):
+        Audit(event="e", duration=number)
+
+
+@pytest.mark.parametrize(
+    ("sku", "problem"),
+    [("A\x00", "holds NUL"), ("\ud800", "holds a lone surrogate"), ("x\udfffy", "holds a lone surrogate")],
+)
+def test_message_id_of__refuses_text_some_engines_cannot_store(sku, problem):
+    """A message id with NUL or a lone surrogate is refused, naming the field."""
+    with pytest.raises(UnstorableValue, match=f"Product.message_id: {problem}"):
+        message_id_of(Product(sku=sku, name="n"))

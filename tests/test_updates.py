@@ -1,7 +1,8 @@
 """Completions fenced by the lease holder, and operators' status changes."""
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.utils import timezone
@@ -18,9 +19,17 @@ from nexus_queues import (
     set_default_status,
     update_status,
 )
-from nexus_queues.exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NotRegistered
+from nexus_queues.exceptions import (
+    InvalidLookup,
+    InvalidMessage,
+    InvalidStatus,
+    MessageDoesNotFit,
+    NotRegistered,
+    UnstorableValue,
+)
 from nexus_queues.failures import MAX_MESSAGE_LENGTH, MAX_TRACEBACK_LENGTH
-from nexus_queues.updates import mark_error, retry_later
+from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME
+from nexus_queues.updates import mark_error, reschedule, retry_later
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
@@ -256,3 +265,33 @@ def test_stored_json_that_no_longer_fits__clear_error_row_untouched():
     row = Greeting.model.objects.get()
     assert row.status == Status.ERROR
     assert Greeting.model._meta.get_field("message").value_from_object(row) == {"name": "Ada", "times": "many"}
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        datetime(1, 1, 1, tzinfo=dt_timezone(timedelta(hours=14))),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt_timezone(timedelta(hours=-10))),
+        LATEST_DATETIME + timedelta(microseconds=1),
+        EARLIEST_DATETIME.replace(tzinfo=None) - timedelta(days=1),
+    ],
+)
+@pytest.mark.parametrize(
+    "change", [reschedule, lambda items, at: retry_later(items, ValueError("boom"), at)], ids=["reschedule", "retry"]
+)
+def test_reschedule__time_out_of_range_changes_nothing(change, at):
+    """reschedule and retry_later refuse a time outside the supported range; the row stays leased as it was."""
+    [item] = leased(Greeting, GreetingFactory)
+    with pytest.raises(UnstorableValue, match="^at: .* is outside the supported range"):
+        change([item], at)
+    row = Greeting.model.objects.get()
+    assert (row.status, row.process_at, row.correlation_id, row.error_message) == (
+        Status.LEASED, None, item.correlation_id, ""
+    )
+
+
+def test_reschedule__last_supported_time_is_kept():
+    """The latest supported time is a valid time to run again."""
+    [item] = leased(Greeting, GreetingFactory)
+    assert reschedule([item], LATEST_DATETIME) == [item.pk]
+    assert Greeting.model.objects.get().process_at == LATEST_DATETIME

@@ -12,7 +12,7 @@ from pydantic import ValidationError as PydanticError
 from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError
 from ..json_input import MalformedJSON, loads
 from ..messages import QueueMessage, message_id_of, validation_summary
-from ..serialization import canonical_json
+from ..serialization import canonical_json, unstorable_text
 from ..status import Status, validate_settable_status
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ class MessageJSONField(forms.JSONField):
             return value
         if isinstance(value, QueueMessage):
             value = value.model_dump(mode="json", by_alias=True)
-        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        # A lone surrogate in refused input cannot be sent as UTF-8: show it escaped.
+        return text if unstorable_text(text) is None else json.dumps(value, indent=2, sort_keys=True)
 
 
 def validated_message(message_class: type[QueueMessage], data: Any) -> QueueMessage:

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -45,6 +46,8 @@ class Inventory(QueueMessageWithId, queue="inventory", keep_processed_for=timede
 
 
 class Audit(QueueMessage, queue="audits", default_status="OnHold", keep_processed_for=None):
-    """Starts OnHold; keeps processed messages forever."""
+    """Starts OnHold; keeps processed messages forever. A typed float and free-form details."""
 
     event: str
+    duration: float = 0.0
+    details: dict[str, Any] = {}
