@@ -14,10 +14,11 @@ AUDITS = "/admin/testapp/auditqueueitem/"
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
-        ({"message": '{"event": "e", "duration": NaN}'}, "duration: Input should be a finite number"),
-        ({"message": '{"event": "e", "details": {"x": Infinity}}'}, "Audit.details.x: inf is not a JSON number"),
-        ({"message": '{"event": "a\\u0000"}'}, "Audit.event: holds NUL"),
-        ({"message": '{"event": "\\ud800"}'}, "Audit.event: holds a lone surrogate"),
+        ({"message": '{"event": "e", "duration": NaN}'}, "JSON is malformed: invalid character (byte 27)"),
+        ({"message": '{"event": "e", "details": {"x": Infinity}}'}, "JSON is malformed: invalid character (byte 32)"),
+        ({"message": '{"event": "a\\u0000"}'}, "the text at $.event holds a NUL character"),
+        ({"message": '{"event": "\\ud800"}'}, "a lone surrogate escape (\\ud800-\\udfff) is not text UTF-8 can hold"),
+        ({"message": '{"event": "e", "details": ' + '{"a": ' * 30 + "{}" + "}" * 31}, "nest deeper than 31"),
         ({"message": '{"event": "e"}', "process_at": "0001-01-01T00:00"}, "is outside the supported range"),
     ],
 )
@@ -33,8 +34,9 @@ def test_enqueue_view__unstorable_input_stores_nothing(admin_client: Client, set
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ('{"event": "e", "details": {"x": NaN}}', "Audit.details.x: nan is not a JSON number"),
-        ('{"event": "e", "details": {"k": "\\u0000"}}', "Audit.details.k: holds NUL"),
+        ('{"event": "e", "details": {"x": NaN}}', "JSON is malformed: invalid character"),
+        ('{"event": "e", "details": {"k": "\\u0000"}}', "the text at $.details.k holds a NUL character"),
+        ('{"event": "e", "details": ' + '{"a": ' * 30 + "{}" + "}" * 31, "Audit.details.a.a"),
     ],
 )
 def test_change_view__unstorable_edit_changes_nothing(admin_client: Client, text, problem):

@@ -34,21 +34,14 @@ def audit_nested(depth):
     return '{"event": "e", "details": ' + '{"a": ' * (depth - 1) + "{}" + "}" * depth
 
 
+# Not strict JSON (NaN, Infinity, 1e400, NUL, lone surrogates) never reaches the core through the API:
+# the parser answers 400 first (tests/test_api_errors.py). These are strict JSON that no engine stores alike.
 @pytest.mark.parametrize(
     ("queue", "body", "problem"),
     [
-        ("audits", '{"event": "e", "duration": NaN}', "finite number"),
-        ("audits", '{"event": "e", "duration": 1e400}', "finite number"),
-        ("audits", '{"event": "e", "details": {"x": Infinity}}', "Audit.details.x: inf is not a JSON number"),
-        ("audits", '{"event": "e", "details": {"x": [-Infinity]}}', "Audit.details.x.0: -inf is not a JSON number"),
-        ("greetings", '{"name": "a\\u0000"}', "Greeting.name: holds NUL"),
-        ("audits", '{"event": "e", "details": {"\\u0000": 1}}', "holds NUL"),
-        ("products", '{"sku": "A\\u0000", "name": "n"}', "Product.message_id: holds NUL"),
-        ("greetings", '{"name": "\\ud800"}', "Greeting.name: holds a lone surrogate"),
-        ("products", '{"sku": "\\udfff", "name": "n"}', "Product.message_id: holds a lone surrogate"),
         ("audits", audit_nested(MAX_JSON_DEPTH), f"deeper than {MAX_JSON_DEPTH}"),
         ("audits", audit_nested(900), f"deeper than {MAX_JSON_DEPTH}"),
-        ("greetings", '[{"name": "ok"}, {"name": "a\\u0000"}]', "message 1: Greeting.name: holds NUL"),
+        ("audits", f'[{{"event": "ok"}}, {audit_nested(MAX_JSON_DEPTH)}]', "message 1: Audit.details.a.a"),
     ],
 )
 def test_enqueue__unstorable_message_is_422(post, queue, body, problem):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from django.utils import timezone
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..exceptions import UnstorableValue
+from ..limits import after, check_datetime
 from ..messages import HealthStatus
 from ..status import validate_settable_status, validate_status
 
@@ -54,6 +57,14 @@ class Queue(Schema):
     processing_enabled: bool
 
 
+def _storable_time(check: Callable[[], object]) -> None:
+    """The core's time range check, its refusal as a validation error of the query field."""
+    try:
+        check()
+    except UnstorableValue as exc:
+        raise ValueError(str(exc)) from None
+
+
 class EnqueueOptions(Schema):
     """Query options of ``POST /queues/{name}``."""
 
@@ -70,23 +81,16 @@ class EnqueueOptions(Schema):
 
     @field_validator("at", "expires_at")
     @classmethod
-    def _in_utc_range(cls, value: datetime | None) -> datetime | None:
-        # Django stores times in UTC: 9999-12-31T23:59-10:00 would overflow there, not here.
-        if value is not None and value.tzinfo is not None:
-            try:
-                value.astimezone(UTC)
-            except OverflowError:
-                raise ValueError(f"{value.isoformat()} falls outside the years 1 to 9999 in UTC.") from None
+    def _storable(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if value is not None:
+            _storable_time(lambda: check_datetime(str(info.field_name), value))
         return value
 
     @field_validator("delay")
     @classmethod
     def _reachable(cls, value: timedelta | None) -> timedelta | None:
         if value is not None:
-            try:
-                timezone.now() + value
-            except OverflowError:
-                raise ValueError(f"now + {value.days} days falls outside the years 1 to 9999.") from None
+            _storable_time(lambda: after(timezone.now(), value))
         return value
 
 
