@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from . import local_wakeups
@@ -46,6 +46,8 @@ RESET_ON_REPLACE = (
     ("error_message", "''"),
     ("error_traceback", "''"),
 )
+
+ER_LOCK_DEADLOCK = 1213
 
 DEFAULT_STATUS_SQL = "COALESCE((SELECT default_status FROM nexus_queue_settings WHERE queue = %s), %s)"
 
@@ -186,6 +188,13 @@ class Engine:
 
         Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
         """
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        """Did the database roll the transaction back to break a deadlock (so that running it again is safe)?
+
+        SQLite has no row locks: its transactions that write take the write lock first.
+        """
+        return False
 
     # --- lease and fenced updates ----------------------------------------------------
 
@@ -398,6 +407,9 @@ class PostgresEngine(Engine):
             run._state.adding, run._state.db = False, self.alias
         return self._items(model, [row[:-1] for row in rows])
 
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         # One statement text whatever the batch size, so psycopg prepares it once.
         return f"id = ANY(%s) AND status = '{Status.LEASED}' AND correlation_id = %s", [list(ids), correlation_id]
@@ -471,6 +483,9 @@ class MySQLEngine(Engine):
 
     can_return_from_update = False
     claim_lock = "FOR UPDATE SKIP LOCKED"
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return error.args[:1] == (ER_LOCK_DEADLOCK,)
 
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)
