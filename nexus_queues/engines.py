@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import DatabaseError, connections, transaction
@@ -144,7 +145,7 @@ class Engine:
         guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
         stored: set[str] = set()
         with self.cursor() as cursor:
-            for chunk in _chunks(rows, 1000):
+            for chunk in _chunks(_by_message_id(rows), 1000):
                 values, params = self._values(model, chunk)
                 sql = (
                     f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
@@ -489,6 +490,7 @@ class MySQLEngine(Engine):
 
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)
+        rows = _by_message_id(rows)
         with self.cursor() as cursor:
             unchanged = self._stored_equal(cursor, table, rows) if idempotent else set()
             pairs = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
@@ -603,3 +605,8 @@ def _cursor_class(prepare: bool) -> type:
 
 def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [rows[i : i + size] for i in range(0, len(rows), size)]
+
+
+def _by_message_id(rows: Sequence[Row]) -> list[Row]:
+    """Rows in message id order: concurrent upserts then lock the ids they share in the same order."""
+    return sorted(rows, key=itemgetter(0))

@@ -15,6 +15,7 @@ from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
 from .exceptions import InvalidMessage
 from .messages import QueueMessage, message_id_of
+from .retries import retried
 from .serialization import canonical_json, json_hash
 from .status import Status, validate_settable_status
 
@@ -59,7 +60,9 @@ def enqueue(
     if not message_class.has_identity:
         engine.insert_one(message_class.model, row, notify=notify)
         return EnqueueResult(stored=(message,))
-    stored = engine.upsert(message_class.model, [row], idempotent=message_class.queue_options.idempotent, notify=notify)
+    idempotent = message_class.queue_options.idempotent
+    model = message_class.model
+    stored = retried(engine.alias, lambda: engine.upsert(model, [row], idempotent=idempotent, notify=notify))
     return EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
 
 
@@ -86,15 +89,20 @@ def enqueue_many(
     rows = [_row(m, placement, now) for m in messages]
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
-    with transaction.atomic(using=engine.alias):
-        if placement.status is None:
-            default = engine.default_status(message_class.model)
-            for row in rows:
-                row[STATUS_INDEX] = default
-        if not message_class.has_identity:
-            engine.insert_many(message_class.model, rows, notify=notify)
-            return EnqueueResult(stored=tuple(messages))
-        return _upsert_many(engine, message_class, messages, rows, notify)
+
+    def store() -> EnqueueResult:
+        with transaction.atomic(using=engine.alias):
+            if placement.status is None:
+                engine.take_write_lock()  # before reading: SQLite fails a read lock's upgrade at once
+                default = engine.default_status(message_class.model)
+                for row in rows:
+                    row[STATUS_INDEX] = default
+            if not message_class.has_identity:
+                engine.insert_many(message_class.model, rows, notify=notify)
+                return EnqueueResult(stored=tuple(messages))
+            return _upsert_many(engine, message_class, messages, rows, notify)
+
+    return retried(engine.alias, store)
 
 
 def _upsert_many(

@@ -1,5 +1,6 @@
 """Enqueue: statuses, scheduling, identity, idempotency, batching, and refusing bad input."""
 
+import random
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ from django.utils import timezone
 from nexus_queues import Status, enqueue, enqueue_many, set_default_status
 from nexus_queues.exceptions import InvalidMessage, InvalidStatus
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, ProductFactory
+from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
@@ -217,3 +219,26 @@ def test_enqueue__message_id_too_long():
     with pytest.raises(InvalidMessage, match="longer than 255"):
         enqueue(ProductFactory(sku="x" * 256))
     assert Product.model.objects.count() == 0
+
+
+def _in_orders(messages, callers):
+    """The same messages in a different order for each caller: forwards, backwards, shuffled."""
+    orders = [list(messages), list(reversed(messages))]
+    for seed in range(callers - 2):
+        shuffled = list(messages)
+        random.Random(seed).shuffle(shuffled)
+        orders.append(shuffled)
+    return orders[:callers]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many__overlapping_batches_in_any_order_all_succeed():
+    """Callers upserting the same ids in different orders at once all succeed; each id is stored once."""
+    messages = [InventoryFactory(sku=f"SKU-{n:03}", quantity=n) for n in range(200)]
+    batches = _in_orders(messages, 4)
+    results = together(*[lambda batch=batch: [enqueue_many(batch) for _ in range(5)] for batch in batches])
+    for batch, calls in zip(batches, results, strict=True):
+        assert all(result.stored == tuple(batch) for result in calls)
+    assert Inventory.model.objects.count() == 200
+    assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PENDING}
+
