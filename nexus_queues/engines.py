@@ -14,7 +14,7 @@ from functools import cache
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from . import local_wakeups
@@ -48,7 +48,15 @@ RESET_ON_REPLACE = (
     ("error_traceback", "''"),
 )
 
-ER_LOCK_DEADLOCK = 1213
+# MariaDB/MySQL's ON DUPLICATE KEY UPDATE: the new version replaces the stored one, or (second form)
+# only if its JSON differs. message_hash last: MySQL assigns left to right, and the guard reads it.
+_MYSQL_NEW = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
+_MYSQL_HASH = "message_hash = VALUES(message_hash)"
+MYSQL_REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _MYSQL_NEW), _MYSQL_HASH])
+MYSQL_REPLACE_CHANGED = ", ".join(
+    [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _MYSQL_NEW), _MYSQL_HASH]
+)
+ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
 
 DEFAULT_STATUS_SQL = "COALESCE((SELECT default_status FROM nexus_queue_settings WHERE queue = %s), %s)"
 
@@ -491,21 +499,63 @@ class MySQLEngine(Engine):
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)
         rows = _by_message_id(rows)
-        with self.cursor() as cursor:
-            unchanged = self._stored_equal(cursor, table, rows) if idempotent else set()
-            pairs = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
-            guard = "message_hash = VALUES(message_hash)"
-            sets = [f"{c} = IF({guard}, {c}, {v})" if idempotent else f"{c} = {v}" for c, v in pairs]
-            # message_hash last: MySQL applies assignments left to right, and the guard reads it.
-            update = ", ".join([*sets, "message_hash = VALUES(message_hash)"])
-            for chunk in _chunks(rows, 1000):
-                values, params = self._values(model, chunk)
-                sql = f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}"
-                cursor.execute(sql, params)
-        stored = {row[0] for row in rows} - unchanged
+        if not idempotent:
+            with self.cursor() as cursor:
+                for chunk in _chunks(rows, 1000):
+                    self._insert(cursor, model, table, chunk, f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE}")
+            stored = {row[0] for row in rows}
+        elif len(rows) == 1:
+            with self.cursor() as cursor:
+                stored = self._upsert_one(cursor, model, table, rows[0])
+        else:
+            with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+                stored = set().union(*(self._store_changed(cursor, model, table, c) for c in _chunks(rows, 1000)))
         if notify and stored:
             self.notify(model.message_class.queue_name())
         return stored
+
+    def _upsert_one(self, cursor: Any, model: type[QueueItem], table: str, row: Row) -> set[str]:
+        """Store one row unless the same JSON is stored under its id; ``{its id}`` if stored."""
+        self._insert(cursor, model, table, [row], f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE_CHANGED}")
+        # Affected rows are 2 for a replaced row, and 1 for a new or an unchanged one: only a new one has an id.
+        return {row[0]} if cursor.rowcount == 2 or cursor.lastrowid else set()
+
+    def _store_changed(
+        self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[Row], race: IntegrityError | None = None
+    ) -> set[str]:
+        """Store the rows whose id is new or whose JSON changed (in a transaction); the ids stored.
+
+        What is stored is decided on locked rows, so that callers racing with the same message
+        count it stored once; an upsert decides without saying which rows it changed.
+        """
+        stored_hashes = self._locked_hashes(cursor, table, rows)
+        new = [row for row in rows if row[0] not in stored_hashes]
+        if race is not None and len(new) == len(rows):
+            raise race  # no stored id explains the duplicate: the column's collation equates two ids
+        changed = [row for row in rows if stored_hashes.get(row[0], row[2]) != row[2]]
+        if changed:
+            self._insert(cursor, model, table, changed, f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE}")
+        try:
+            if new:
+                self._insert(cursor, model, table, new)
+        except IntegrityError as exc:
+            if exc.args[:1] != (ER_DUP_ENTRY,):
+                raise
+            # Another caller stored one of these ids after the read (a row not there is not locked);
+            # InnoDB undid this statement alone: read them again, locked now.
+            return {row[0] for row in changed} | self._store_changed(cursor, model, table, new, exc)
+        return {row[0] for row in (*changed, *new)}
+
+    def _locked_hashes(self, cursor: Any, table: str, rows: Sequence[Row]) -> dict[str, str]:
+        """The stored hash by message id of those stored, the rows locked (an uncommitted new one waited for)."""
+        ids = [row[0] for row in rows]
+        sql = f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({_marks(ids)}) FOR UPDATE"
+        cursor.execute(sql, ids)
+        return dict(cursor.fetchall())
+
+    def _insert(self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[Row], suffix: str = "") -> None:
+        values, params = self._values(model, rows)
+        cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
     def _claim(
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
@@ -542,15 +592,6 @@ class MySQLEngine(Engine):
                 cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({marks})", [*params, *held])
         return held
 
-    def _stored_equal(self, cursor: Any, table: str, rows: Sequence[Row]) -> set[str]:
-        """Message ids whose stored hash equals the new one (idempotent duplicates)."""
-        wanted = {row[0]: row[2] for row in rows}
-        found: set[str] = set()
-        for chunk in _chunks(list(wanted), 1000):
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({marks})", chunk)
-            found.update(mid for mid, digest in cursor.fetchall() if wanted[mid] == digest)
-        return found
 
 
 _ENGINES: dict[str, type[Engine]] = {"postgresql": PostgresEngine, "mysql": MySQLEngine, "sqlite": SQLiteEngine}
@@ -605,6 +646,10 @@ def _cursor_class(prepare: bool) -> type:
 
 def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [rows[i : i + size] for i in range(0, len(rows), size)]
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def _by_message_id(rows: Sequence[Row]) -> list[Row]:

@@ -242,3 +242,25 @@ def test_enqueue_many__overlapping_batches_in_any_order_all_succeed():
     assert Inventory.model.objects.count() == 200
     assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PENDING}
 
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many__racing_callers_store_each_change_once():
+    """Callers racing with the same messages of an idempotent queue count each row they change once, together."""
+    enqueue_many([ProductFactory(sku=f"SKU-{n:03}", name="old") for n in range(0, 150, 2)])
+    messages = [ProductFactory(sku=f"SKU-{n:03}", name="new") for n in range(150)]
+    enqueue_many(messages[:20:2])  # ten stored already as they are sent
+    results = together(*[lambda: enqueue_many(messages)] * 4)
+    for result in results:
+        assert sorted(result.stored + result.discarded, key=messages.index) == messages
+    assert sum(len(result.stored) for result in results) == 150 - 10
+    assert Product.model.objects.count() == 150
+    assert set(Product.model.objects.values_list("message__name", flat=True)) == {"new"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue__racing_callers_store_one_message_once():
+    """One message of an idempotent queue sent by several callers at once is stored by one of them."""
+    message = ProductFactory(sku="A")
+    results = together(*[lambda: enqueue(message)] * 4)
+    assert sorted(len(result.stored) for result in results) == [0, 0, 0, 1]
+    assert Product.model.objects.count() == 1
