@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from . import local_wakeups
 from .conf import settings
@@ -105,6 +107,9 @@ class Engine:
 
     claimed_ids: ClassVar[str] = "id IN ({pick})"
     """The claim's WHERE clause: the rows whose ids the ``pick`` subquery chose."""
+
+    held_ids: ClassVar[str] = "{held}"
+    """A fenced change's WHERE clause from the ``held`` conditions, locking the rows in id order first."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
@@ -205,6 +210,10 @@ class Engine:
         """
         return False
 
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        """``rows.update(**values)``, locking the rows in id order as every other change does; the count."""
+        return rows.update(**values)
+
     # --- lease and fenced updates ----------------------------------------------------
 
     def claim(
@@ -272,19 +281,18 @@ class Engine:
         self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
     ) -> list[int]:
         """Apply ``SET assignments`` to the rows still leased by ``correlation_id``; return their ids."""
-        where, where_params = self._leased_where(ids, correlation_id)
+        table = self.quote(model._meta.db_table)
+        where, where_params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {self.quote(model._meta.db_table)} SET {assignments} WHERE {where} RETURNING id",
-                [*params, *where_params],
-            )
+            cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where} RETURNING id", [*params, *where_params])
             return [r[0] for r in cursor.fetchall()]
 
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
         """Delete the rows still leased by ``correlation_id``; return their ids."""
-        where, params = self._leased_where(ids, correlation_id)
+        table = self.quote(model._meta.db_table)
+        where, params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {self.quote(model._meta.db_table)} WHERE {where} RETURNING id", params)
+            cursor.execute(f"DELETE FROM {table} WHERE {where} RETURNING id", params)
             return [r[0] for r in cursor.fetchall()]
 
     # --- helpers ---------------------------------------------------------------------
@@ -324,8 +332,11 @@ class Engine:
         return ", ".join(tuples), params
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
-        marks = ", ".join(["%s"] * len(ids))
-        return f"id IN ({marks}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+        return f"id IN ({_marks(ids)}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+
+    def _held(self, table: str, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        where, params = self._leased_where(ids, correlation_id)
+        return self.held_ids.format(table=table, held=where), params
 
     def message_search_index_sql(self, table: str, name: str) -> list[str]:
         """Statements creating an index for the admin's text search in messages; [] where the engine has none."""
@@ -344,6 +355,9 @@ class PostgresEngine(Engine):
     claim_lock = "FOR UPDATE SKIP LOCKED"
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     claimed_ids = "id = ANY(ARRAY({pick}))"
+    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
+    # subquery locks them in id order, as update_status does, so the two never wait on each other.
+    held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
@@ -418,6 +432,12 @@ class PostgresEngine(Engine):
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.
+        sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
+        locked = RawSQL(f"{sql} FOR UPDATE", params)
+        return rows.model._default_manager.using(self.alias).filter(pk__in=locked).update(**values)
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         # One statement text whatever the batch size, so psycopg prepares it once.
@@ -583,15 +603,38 @@ class MySQLEngine(Engine):
         self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
     ) -> list[int]:
         table = self.quote(model._meta.db_table)
-        where, where_params = self._leased_where(ids, correlation_id)
-        with transaction.atomic(using=self.alias), self.cursor() as cursor:
-            cursor.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", where_params)
-            held = [r[0] for r in cursor.fetchall()]
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                marks = ", ".join(["%s"] * len(held))
-                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({marks})", [*params, *held])
+                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({_marks(held)})", [*params, *held])
         return held
 
+    def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
+            if held:
+                cursor.execute(f"DELETE FROM {table} WHERE id IN ({_marks(held)})", held)
+        return held
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        table = self.quote(rows.model._meta.db_table)
+        changed = 0
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            for chunk in _chunks(list(rows.order_by("pk").values_list("pk", flat=True)), 1000):
+                self._lock_in_id_order(cursor, table, f"id IN ({_marks(chunk)})", chunk)
+                changed += rows.filter(pk__in=chunk).update(**values)
+        return changed
+
+    def _lock_held(self, cursor: Any, table: str, ids: Sequence[int], correlation_id: str) -> list[int]:
+        """Lock the rows still leased by ``correlation_id``; their ids."""
+        return self._lock_in_id_order(cursor, table, *self._leased_where(ids, correlation_id))
+
+    def _lock_in_id_order(self, cursor: Any, table: str, where: str, params: Sequence[Any]) -> list[int]:
+        # By primary key: through the status index InnoDB locks the index entry before the row, the
+        # reverse of a change found by primary key, and two such changes deadlock on a single row.
+        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} ORDER BY id FOR UPDATE", params)
+        return [r[0] for r in cursor.fetchall()]
 
 
 _ENGINES: dict[str, type[Engine]] = {"postgresql": PostgresEngine, "mysql": MySQLEngine, "sqlite": SQLiteEngine}

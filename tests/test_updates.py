@@ -1,6 +1,7 @@
 """Completions fenced by the lease holder, and operators' status changes."""
 
 import logging
+import threading
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from nexus_queues import (
 )
 from nexus_queues.exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NotRegistered
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
+from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
@@ -202,3 +204,27 @@ def test_stored_json_that_no_longer_fits__clear_error_row_untouched():
     row = Greeting.model.objects.get()
     assert row.status == Status.ERROR
     assert Greeting.model._meta.get_field("message").value_from_object(row) == {"name": "Ada", "times": "many"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadlock():
+    """An operator's JSON-filtered update_status and workers leasing and completing the same rows all finish.
+
+    Rows the update takes from a worker lose their lease and are leased again: none is left Leased.
+    """
+    enqueue_many([InventoryFactory(sku=f"SKU-{n:03}", quantity=n % 2) for n in range(400)])
+    operator_done = threading.Event()
+
+    def operator():
+        try:
+            return sum(update_status(Inventory, Status.PENDING, message__quantity=1) for _ in range(40))
+        finally:
+            operator_done.set()
+
+    def worker():
+        while (items := lease(Inventory, 10)) or not operator_done.is_set():
+            mark_processed(items)
+
+    together(operator, worker, worker)
+    assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
+    assert not Inventory.model.objects.filter(attempts=0).exists()
