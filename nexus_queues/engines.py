@@ -211,7 +211,7 @@ class Engine:
         return False
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
-        """``rows.update(**values)``, locking the rows in id order as every other change does; the count."""
+        """``rows.update(**values)``, taking row locks in id order first where the engine has them; the count."""
         return rows.update(**values)
 
     # --- lease and fenced updates ----------------------------------------------------
@@ -545,8 +545,8 @@ class MySQLEngine(Engine):
     ) -> set[str]:
         """Store the rows whose id is new or whose JSON changed (in a transaction); the ids stored.
 
-        What is stored is decided on locked rows, so that callers racing with the same message
-        count it stored once; an upsert decides without saying which rows it changed.
+        Decided on locked rows, so that callers racing with the same message count it stored
+        once (INSERT ... ON DUPLICATE KEY UPDATE decides per row but does not say how).
         """
         stored_hashes = self._locked_hashes(cursor, table, rows)
         new = [row for row in rows if row[0] not in stored_hashes]
