@@ -14,6 +14,7 @@ from functools import cache
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import QuerySet
@@ -435,7 +436,10 @@ class PostgresEngine(Engine):
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.
-        sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
+        try:
+            sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
+        except EmptyResultSet:  # a filter Django knows matches nothing (pk__in=[])
+            return 0
         locked = RawSQL(f"{sql} FOR UPDATE", params)
         return rows.model._default_manager.using(self.alias).filter(pk__in=locked).update(**values)
 

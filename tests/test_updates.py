@@ -170,6 +170,13 @@ def test_update_status__bad_input_changes_nothing(status, lookups, error):
     assert Greeting.model.objects.get().status == Status.PENDING
 
 
+def test_update_status__filter_matching_nothing_changes_nothing():
+    """A filter that can match no row (an empty id list) changes nothing and says so."""
+    enqueue(GreetingFactory())
+    assert update_status(Greeting, "Hold", pk__in=[]) == 0
+    assert Greeting.model.objects.get().status == Status.PENDING
+
+
 def test_update_status__unknown_queue():
     with pytest.raises(NotRegistered):
         update_status("nope", Status.PENDING)
