@@ -219,12 +219,21 @@ def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadl
 
     Rows the update takes from a worker lose their lease and are leased again: none is left Leased.
     """
-    enqueue_many([InventoryFactory(sku=f"SKU-{n:03}", quantity=n % 2) for n in range(400)])
+    for round_ in range(4):
+        enqueue_many([InventoryFactory(sku=f"SKU-{round_}-{n:03}", quantity=n % 2) for n in range(250)])
+        _operator_beside_workers(lambda: update_status(Inventory, Status.PENDING, message__quantity=1))
+        assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
+    assert not Inventory.model.objects.filter(attempts=0).exists()
+
+
+def _operator_beside_workers(change, times=30, workers=3):
+    """``change()`` ``times`` over, while ``workers`` lease and complete Inventory until it is done and drained."""
     operator_done = threading.Event()
 
     def operator():
         try:
-            return sum(update_status(Inventory, Status.PENDING, message__quantity=1) for _ in range(40))
+            for _ in range(times):
+                change()
         finally:
             operator_done.set()
 
@@ -232,6 +241,4 @@ def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadl
         while (items := lease(Inventory, 10)) or not operator_done.is_set():
             mark_processed(items)
 
-    together(operator, worker, worker)
-    assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
-    assert not Inventory.model.objects.filter(attempts=0).exists()
+    together(operator, *[worker] * workers)
