@@ -610,7 +610,7 @@ class MySQLEngine(Engine):
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({_marks(held)})", [*params, *held])
+                cursor.execute(f"UPDATE {table} SET {assignments} WHERE {_just(held)}", [*params, *held])
         return held
 
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
@@ -618,7 +618,7 @@ class MySQLEngine(Engine):
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                cursor.execute(f"DELETE FROM {table} WHERE id IN ({_marks(held)})", held)
+                cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
         return held
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
@@ -626,18 +626,17 @@ class MySQLEngine(Engine):
         changed = 0
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             for chunk in _chunks(list(rows.order_by("pk").values_list("pk", flat=True)), 1000):
-                self._lock_in_id_order(cursor, table, f"id IN ({_marks(chunk)})", chunk)
+                cursor.execute(f"SELECT id FROM {table} WHERE {_just(chunk)} FOR UPDATE", chunk)
                 changed += rows.filter(pk__in=chunk).update(**values)
         return changed
 
     def _lock_held(self, cursor: Any, table: str, ids: Sequence[int], correlation_id: str) -> list[int]:
-        """Lock the rows still leased by ``correlation_id``; their ids."""
-        return self._lock_in_id_order(cursor, table, *self._leased_where(ids, correlation_id))
-
-    def _lock_in_id_order(self, cursor: Any, table: str, where: str, params: Sequence[Any]) -> list[int]:
-        # By primary key: through the status index InnoDB locks the index entry before the row, the
-        # reverse of a change found by primary key, and two such changes deadlock on a single row.
-        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} ORDER BY id FOR UPDATE", params)
+        """Lock the rows still leased by ``correlation_id``, by primary key in id order; their ids."""
+        # Through the status index InnoDB would lock the index entry before the row: the reverse of
+        # a change that finds its rows by primary key (update_status), and the two deadlock on one row.
+        where, params = self._leased_where(ids, correlation_id)
+        limit = f"ORDER BY id LIMIT {len(ids)}"
+        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} {limit} FOR UPDATE", params)
         return [r[0] for r in cursor.fetchall()]
 
 
@@ -697,6 +696,12 @@ def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
 
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join(["%s"] * len(values))
+
+
+def _just(ids: Sequence[int]) -> str:
+    """MariaDB/MySQL: the rows ``ids`` in id order, and no further (InnoDB reads on to the next row, and
+    waits for it if another transaction holds it: two completions of neighbouring rows would deadlock)."""
+    return f"id IN ({_marks(ids)}) ORDER BY id LIMIT {len(ids)}"
 
 
 def _by_message_id(rows: Sequence[Row]) -> list[Row]:

@@ -221,13 +221,22 @@ def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadl
     """
     for round_ in range(4):
         enqueue_many([InventoryFactory(sku=f"SKU-{round_}-{n:03}", quantity=n % 2) for n in range(250)])
-        _operator_beside_workers(lambda: update_status(Inventory, Status.PENDING, message__quantity=1))
+        _operator_beside_workers(Inventory, lambda: update_status(Inventory, Status.PENDING, message__quantity=1))
         assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
     assert not Inventory.model.objects.filter(attempts=0).exists()
 
 
-def _operator_beside_workers(change, times=30, workers=3):
-    """``change()`` ``times`` over, while ``workers`` lease and complete Inventory until it is done and drained."""
+@pytest.mark.django_db(transaction=True)
+def test_update_status__by_json_beside_workers_deleting_what_they_complete():
+    """The same race on a queue that deletes processed messages: every message is completed and deleted."""
+    for _ in range(4):
+        enqueue_many([GreetingFactory(times=n % 2) for n in range(250)])
+        _operator_beside_workers(Greeting, lambda: update_status(Greeting, Status.PENDING, message__times=1))
+        assert not Greeting.model.objects.exists()
+
+
+def _operator_beside_workers(queue, change, times=30, workers=3):
+    """``change()`` ``times`` over, while ``workers`` lease and complete ``queue`` until it is done and drained."""
     operator_done = threading.Event()
 
     def operator():
@@ -238,7 +247,7 @@ def _operator_beside_workers(change, times=30, workers=3):
             operator_done.set()
 
     def worker():
-        while (items := lease(Inventory, 10)) or not operator_done.is_set():
+        while (items := lease(queue, 10)) or not operator_done.is_set():
             mark_processed(items)
 
     together(operator, *[worker] * workers)
