@@ -11,11 +11,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache, partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from django.db import connections, transaction
+from django.core.exceptions import EmptyResultSet
+from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from . import local_wakeups
@@ -49,6 +52,16 @@ RESET_ON_REPLACE = (
     ("error_message", "''"),
     ("error_traceback", "''"),
 )
+
+# MariaDB/MySQL's ON DUPLICATE KEY UPDATE: the new version replaces the stored one, or (second form)
+# only if its JSON differs. message_hash last: MySQL assigns left to right, and the guard reads it.
+_MYSQL_NEW = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
+_MYSQL_HASH = "message_hash = VALUES(message_hash)"
+MYSQL_REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _MYSQL_NEW), _MYSQL_HASH])
+MYSQL_REPLACE_CHANGED = ", ".join(
+    [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _MYSQL_NEW), _MYSQL_HASH]
+)
+ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
 
 DEFAULT_STATUS_SQL = "COALESCE((SELECT default_status FROM nexus_queue_settings WHERE queue = %s), %s)"
 
@@ -97,6 +110,9 @@ class Engine:
 
     claimed_ids: ClassVar[str] = "id IN ({pick})"
     """The claim's WHERE clause: the rows whose ids the ``pick`` subquery chose."""
+
+    held_ids: ClassVar[str] = "{held}"
+    """A fenced change's WHERE clause from the ``held`` conditions, locking the rows in id order first."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
@@ -155,7 +171,7 @@ class Engine:
         guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
         stored: set[str] = set()
         with self.cursor() as cursor:
-            for chunk in _chunks(rows, 1000):
+            for chunk in _chunks(_by_message_id(rows), 1000):
                 values, params = self._values(model, chunk)
                 sql = (
                     f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
@@ -199,6 +215,17 @@ class Engine:
 
         Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
         """
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        """Did the database roll the transaction back to break a deadlock (so that running it again is safe)?
+
+        SQLite has no row locks: its transactions that write take the write lock first.
+        """
+        return False
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        """``rows.update(**values)``, taking row locks in id order first where the engine has them; the count."""
+        return rows.update(**values)
 
     # --- lease and fenced updates ----------------------------------------------------
 
@@ -292,19 +319,18 @@ class Engine:
         self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
     ) -> list[int]:
         """Apply ``SET assignments`` to the rows still leased by ``correlation_id``; return their ids."""
-        where, where_params = self._leased_where(ids, correlation_id)
+        table = self.quote(model._meta.db_table)
+        where, where_params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {self.quote(model._meta.db_table)} SET {assignments} WHERE {where} RETURNING id",
-                [*params, *where_params],
-            )
+            cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where} RETURNING id", [*params, *where_params])
             return [r[0] for r in cursor.fetchall()]
 
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
         """Delete the rows still leased by ``correlation_id``; return their ids."""
-        where, params = self._leased_where(ids, correlation_id)
+        table = self.quote(model._meta.db_table)
+        where, params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {self.quote(model._meta.db_table)} WHERE {where} RETURNING id", params)
+            cursor.execute(f"DELETE FROM {table} WHERE {where} RETURNING id", params)
             return [r[0] for r in cursor.fetchall()]
 
     # --- helpers ---------------------------------------------------------------------
@@ -345,8 +371,11 @@ class Engine:
         return ", ".join(tuples), params
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
-        marks = ", ".join(["%s"] * len(ids))
-        return f"id IN ({marks}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+        return f"id IN ({_marks(ids)}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+
+    def _held(self, table: str, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        where, params = self._leased_where(ids, correlation_id)
+        return self.held_ids.format(table=table, held=where), params
 
     def message_search_index_sql(self, table: str, name: str) -> list[str]:
         """Statements creating an index for the admin's text search in messages; [] where the engine has none."""
@@ -365,6 +394,9 @@ class PostgresEngine(Engine):
     claim_lock = "FOR UPDATE SKIP LOCKED"
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     claimed_ids = "id = ANY(ARRAY({pick}))"
+    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
+    # subquery locks them in id order, as update_status does, so the two never wait on each other.
+    held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
@@ -496,6 +528,18 @@ class PostgresEngine(Engine):
             run.save(using=self.alias, update_fields=["errors", "finished_at"])
         return items
 
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.
+        try:
+            sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
+        except EmptyResultSet:  # a filter Django knows matches nothing (pk__in=[])
+            return 0
+        locked = RawSQL(f"{sql} FOR UPDATE", params)
+        return rows.model._default_manager.using(self.alias).filter(pk__in=locked).update(**values)
+
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         # One statement text whatever the batch size, so psycopg prepares it once.
         return f"id = ANY(%s) AND status = '{Status.LEASED}' AND correlation_id = %s", [list(ids), correlation_id]
@@ -579,23 +623,69 @@ class MySQLEngine(Engine):
         last = len(rows) - 1
         return tuple(self.insert_one(model, row, notify=notify and i == last) for i, row in enumerate(rows))
 
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return error.args[:1] == (ER_LOCK_DEADLOCK,)
+
     def upsert(self, model: type[QueueItem], rows: Sequence[Row], *, idempotent: bool, notify: bool) -> set[str]:
         table = self.quote(model._meta.db_table)
-        with self.cursor() as cursor:
-            unchanged = self._stored_equal(cursor, table, rows) if idempotent else set()
-            pairs = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
-            guard = "message_hash = VALUES(message_hash)"
-            sets = [f"{c} = IF({guard}, {c}, {v})" if idempotent else f"{c} = {v}" for c, v in pairs]
-            # message_hash last: MySQL applies assignments left to right, and the guard reads it.
-            update = ", ".join([*sets, "message_hash = VALUES(message_hash)"])
-            for chunk in _chunks(rows, 1000):
-                values, params = self._values(model, chunk)
-                sql = f"INSERT INTO {table} {self._columns()} VALUES {values} ON DUPLICATE KEY UPDATE {update}"
-                cursor.execute(sql, params)
-        stored = {row[0] for row in rows} - unchanged
+        rows = _by_message_id(rows)
+        if not idempotent:
+            with self.cursor() as cursor:
+                for chunk in _chunks(rows, 1000):
+                    self._insert(cursor, model, table, chunk, f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE}")
+            stored = {row[0] for row in rows}
+        elif len(rows) == 1:
+            with self.cursor() as cursor:
+                stored = self._upsert_one(cursor, model, table, rows[0])
+        else:
+            with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+                stored = set().union(*(self._store_changed(cursor, model, table, c) for c in _chunks(rows, 1000)))
         if notify and stored:
             self.notify(model.message_class.queue_name())
         return stored
+
+    def _upsert_one(self, cursor: Any, model: type[QueueItem], table: str, row: Row) -> set[str]:
+        """Store one row unless the same JSON is stored under its id; ``{its id}`` if stored."""
+        self._insert(cursor, model, table, [row], f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE_CHANGED}")
+        # Affected rows are 2 for a replaced row, and 1 for a new or an unchanged one: only a new one has an id.
+        return {row[0]} if cursor.rowcount == 2 or cursor.lastrowid else set()
+
+    def _store_changed(
+        self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[Row], race: IntegrityError | None = None
+    ) -> set[str]:
+        """Store the rows whose id is new or whose JSON changed (in a transaction); the ids stored.
+
+        Decided on locked rows, so that callers racing with the same message count it stored
+        once (INSERT ... ON DUPLICATE KEY UPDATE decides per row but does not say how).
+        """
+        stored_hashes = self._locked_hashes(cursor, table, rows)
+        new = [row for row in rows if row[0] not in stored_hashes]
+        if race is not None and len(new) == len(rows):
+            raise race  # no stored id explains the duplicate: the column's collation equates two ids
+        changed = [row for row in rows if stored_hashes.get(row[0], row[2]) != row[2]]
+        if changed:
+            self._insert(cursor, model, table, changed, f" ON DUPLICATE KEY UPDATE {MYSQL_REPLACE}")
+        try:
+            if new:
+                self._insert(cursor, model, table, new)
+        except IntegrityError as exc:
+            if exc.args[:1] != (ER_DUP_ENTRY,):
+                raise
+            # Another caller stored one of these ids after the read (a row not there is not locked);
+            # InnoDB undid this statement alone: read them again, locked now.
+            return {row[0] for row in changed} | self._store_changed(cursor, model, table, new, exc)
+        return {row[0] for row in (*changed, *new)}
+
+    def _locked_hashes(self, cursor: Any, table: str, rows: Sequence[Row]) -> dict[str, str]:
+        """The stored hash by message id of those stored, the rows locked (an uncommitted new one waited for)."""
+        ids = [row[0] for row in rows]
+        sql = f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({_marks(ids)}) FOR UPDATE"
+        cursor.execute(sql, ids)
+        return dict(cursor.fetchall())
+
+    def _insert(self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[Row], suffix: str = "") -> None:
+        values, params = self._values(model, rows)
+        cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
     def _claim(
         self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
@@ -617,24 +707,37 @@ class MySQLEngine(Engine):
         self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, assignments: str, params: Sequence[Any]
     ) -> list[int]:
         table = self.quote(model._meta.db_table)
-        where, where_params = self._leased_where(ids, correlation_id)
-        with transaction.atomic(using=self.alias), self.cursor() as cursor:
-            cursor.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", where_params)
-            held = [r[0] for r in cursor.fetchall()]
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                marks = ", ".join(["%s"] * len(held))
-                cursor.execute(f"UPDATE {table} SET {assignments} WHERE id IN ({marks})", [*params, *held])
+                cursor.execute(f"UPDATE {table} SET {assignments} WHERE {_just(held)}", [*params, *held])
         return held
 
-    def _stored_equal(self, cursor: Any, table: str, rows: Sequence[Row]) -> set[str]:
-        """Message ids whose stored hash equals the new one (idempotent duplicates)."""
-        wanted = {row[0]: row[2] for row in rows}
-        found: set[str] = set()
-        for chunk in _chunks(list(wanted), 1000):
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({marks})", chunk)
-            found.update(mid for mid, digest in cursor.fetchall() if wanted[mid] == digest)
-        return found
+    def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
+            if held:
+                cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
+        return held
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        table = self.quote(rows.model._meta.db_table)
+        changed = 0
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            for chunk in _chunks(list(rows.order_by("pk").values_list("pk", flat=True)), 1000):
+                cursor.execute(f"SELECT id FROM {table} WHERE {_just(chunk)} FOR UPDATE", chunk)
+                changed += rows.filter(pk__in=chunk).update(**values)
+        return changed
+
+    def _lock_held(self, cursor: Any, table: str, ids: Sequence[int], correlation_id: str) -> list[int]:
+        """Lock the rows still leased by ``correlation_id``, by primary key in id order; their ids."""
+        # Through the status index InnoDB would lock the index entry before the row: the reverse of
+        # a change that finds its rows by primary key (update_status), and the two deadlock on one row.
+        where, params = self._leased_where(ids, correlation_id)
+        limit = f"ORDER BY id LIMIT {len(ids)}"
+        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} {limit} FOR UPDATE", params)
+        return [r[0] for r in cursor.fetchall()]
 
 
 _ENGINES: dict[str, type[Engine]] = {"postgresql": PostgresEngine, "mysql": MySQLEngine, "sqlite": SQLiteEngine}
@@ -689,3 +792,18 @@ def _cursor_class(prepare: bool) -> type:
 
 def _chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [rows[i : i + size] for i in range(0, len(rows), size)]
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def _just(ids: Sequence[int]) -> str:
+    """MariaDB/MySQL: the rows ``ids`` in id order, and no further (InnoDB reads on to the next row, and
+    waits for it if another transaction holds it: two completions of neighbouring rows would deadlock)."""
+    return f"id IN ({_marks(ids)}) ORDER BY id LIMIT {len(ids)}"
+
+
+def _by_message_id(rows: Sequence[Row]) -> list[Row]:
+    """Rows in message id order: concurrent upserts then lock the ids they share in the same order."""
+    return sorted(rows, key=itemgetter(0))

@@ -17,6 +17,7 @@ from .engines import STATUS_INDEX, Engine, engine_for
 from .exceptions import InvalidMessage, UnstorableValue
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
+from .retries import retried
 from .serialization import canonical_json, json_hash
 from .status import Status, validate_settable_status
 
@@ -65,12 +66,16 @@ def enqueue(
     if not message_class.has_identity:
         row_id = engine.insert_one(message_class.model, row, notify=notify)
         return EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
-    with transaction.atomic(using=engine.alias) if return_ids else nullcontext():
-        stored = engine.upsert(
-            message_class.model, [row], idempotent=message_class.queue_options.idempotent, notify=notify
-        )
-        result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
-        return _with_ids(engine, message_class, result) if return_ids else result
+    idempotent = message_class.queue_options.idempotent
+    model = message_class.model
+
+    def store() -> EnqueueResult:
+        with transaction.atomic(using=engine.alias) if return_ids else nullcontext():
+            stored = engine.upsert(model, [row], idempotent=idempotent, notify=notify)
+            result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
+            return _with_ids(engine, message_class, result) if return_ids else result
+
+    return retried(engine.alias, store)
 
 
 def enqueue_many(
@@ -98,16 +103,21 @@ def enqueue_many(
     rows = _rows(messages, placement, now)
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
-    with transaction.atomic(using=engine.alias):
-        if placement.status is None:
-            default = engine.default_status(message_class.model)
-            for row in rows:
-                row[STATUS_INDEX] = default
-        if not message_class.has_identity:
-            ids = engine.insert_many(message_class.model, rows, notify=notify, return_ids=return_ids)
-            return EnqueueResult(stored=tuple(messages), ids=ids)
-        result = _upsert_many(engine, message_class, messages, rows, notify)
-        return _with_ids(engine, message_class, result) if return_ids else result
+
+    def store() -> EnqueueResult:
+        with transaction.atomic(using=engine.alias):
+            if placement.status is None:
+                engine.take_write_lock()  # before reading: SQLite fails a read lock's upgrade at once
+                default = engine.default_status(message_class.model)
+                for row in rows:
+                    row[STATUS_INDEX] = default
+            if not message_class.has_identity:
+                ids = engine.insert_many(message_class.model, rows, notify=notify, return_ids=return_ids)
+                return EnqueueResult(stored=tuple(messages), ids=ids)
+            result = _upsert_many(engine, message_class, messages, rows, notify)
+            return _with_ids(engine, message_class, result) if return_ids else result
+
+    return retried(engine.alias, store)
 
 
 def _upsert_many(

@@ -18,6 +18,7 @@ from .limits import check_datetime
 from .messages import QueueMessage
 from .models import QueueItem, QueueSettings
 from .registry import registry
+from .retries import retried
 from .status import Status, validate_settable_status
 
 logger = logging.getLogger("nexus_queues")
@@ -142,16 +143,18 @@ def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None 
 
 
 def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: Any) -> int:
-    """Set ``status`` on every message of the queue matching Django lookups, in one statement.
+    """Set ``status`` on every message of the queue matching Django lookups, in one transaction.
 
     ``update_status(ProductUpdated, "Pending", message__sku="123")``; returns the count changed.
+    A Leased row loses its lease (its worker's completion then changes nothing).
     """
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
-    rows = message_class.model.objects.using(message_class.queue_options.database)
+    engine = engine_for(message_class.queue_options.database)
+    values = {"status": status, "lease_expires_at": None, "updated_at": timezone.now()}
     try:
-        matching = rows.filter(**lookups)
-        return matching.update(status=status, lease_expires_at=None, updated_at=timezone.now())
+        matching = message_class.model.objects.using(engine.alias).filter(**lookups)
+        return retried(engine.alias, lambda: engine.update_matching(matching, values))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
 
@@ -215,7 +218,8 @@ def _per_lease(items: Iterable[QueueItem], what: str, act: Callable[..., list[in
     done = []
     for model, correlation_id, batch in _leases(items):
         engine = engine_for(model.message_class.queue_options.database)
-        done += _report(model, correlation_id, batch, act(engine, model, correlation_id, batch), what)
+        changed = retried(engine.alias, lambda: act(engine, model, correlation_id, batch))  # noqa: B023  (called here)
+        done += _report(model, correlation_id, batch, changed, what)
     return done
 
 

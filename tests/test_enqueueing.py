@@ -1,6 +1,7 @@
 """Enqueue: statuses, scheduling, identity, idempotency, batching, and refusing bad input."""
 
 import math
+import random
 from datetime import UTC, datetime, timedelta
 from datetime import timezone as dt_timezone
 
@@ -13,6 +14,7 @@ from nexus_queues import Status, dispatch_due, enqueue, enqueue_many, lease, set
 from nexus_queues.exceptions import InvalidMessage, InvalidStatus, UnstorableValue
 from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME, MAX_JSON_DEPTH
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, ProductFactory
+from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
@@ -344,3 +346,48 @@ def test_enqueue__deepest_message_and_headers_are_stored_and_read_back():
     enqueue(message, status=Status.PENDING, headers=deep(MAX_JSON_DEPTH))
     [item] = lease(Audit, 1)
     assert (item.message, item.headers) == (message, deep(MAX_JSON_DEPTH))
+
+
+def _in_orders(messages, callers):
+    """The same messages in a different order for each caller: forwards, backwards, shuffled."""
+    orders = [list(messages), list(reversed(messages))]
+    for seed in range(callers - 2):
+        shuffled = list(messages)
+        random.Random(seed).shuffle(shuffled)
+        orders.append(shuffled)
+    return orders[:callers]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many__overlapping_batches_in_any_order_all_succeed():
+    """Callers upserting the same ids in different orders at once all succeed; each id is stored once."""
+    messages = [InventoryFactory(sku=f"SKU-{n:03}", quantity=n) for n in range(200)]
+    batches = _in_orders(messages, 4)
+    results = together(*[lambda batch=batch: [enqueue_many(batch) for _ in range(5)] for batch in batches])
+    for batch, calls in zip(batches, results, strict=True):
+        assert all(result.stored == tuple(batch) for result in calls)
+    assert Inventory.model.objects.count() == 200
+    assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PENDING}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_many__racing_callers_store_each_change_once():
+    """Callers racing with the same messages of an idempotent queue count each row they change once, together."""
+    enqueue_many([ProductFactory(sku=f"SKU-{n:03}", name="old") for n in range(0, 150, 2)])
+    messages = [ProductFactory(sku=f"SKU-{n:03}", name="new") for n in range(150)]
+    enqueue_many(messages[:20:2])  # ten stored already as they are sent
+    results = together(*[lambda: enqueue_many(messages)] * 4)
+    for result in results:
+        assert sorted(result.stored + result.discarded, key=messages.index) == messages
+    assert sum(len(result.stored) for result in results) == 150 - 10
+    assert Product.model.objects.count() == 150
+    assert set(Product.model.objects.values_list("message__name", flat=True)) == {"new"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue__racing_callers_store_one_message_once():
+    """One message of an idempotent queue sent by several callers at once is stored by one of them."""
+    message = ProductFactory(sku="A")
+    results = together(*[lambda: enqueue(message)] * 4)
+    assert sorted(len(result.stored) for result in results) == [0, 0, 0, 1]
+    assert Product.model.objects.count() == 1

@@ -1,6 +1,7 @@
 """Completions fenced by the lease holder, and operators' status changes."""
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
@@ -31,6 +32,7 @@ from nexus_queues.failures import MAX_MESSAGE_LENGTH, MAX_TRACEBACK_LENGTH
 from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME
 from nexus_queues.updates import mark_error, reschedule, retry_later
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
+from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
@@ -231,6 +233,13 @@ def test_update_status__bad_input_changes_nothing(status, lookups, error):
     assert Greeting.model.objects.get().status == Status.PENDING
 
 
+def test_update_status__filter_matching_nothing_changes_nothing():
+    """A filter that can match no row (an empty id list) changes nothing and says so."""
+    enqueue(GreetingFactory())
+    assert update_status(Greeting, "Hold", pk__in=[]) == 0
+    assert Greeting.model.objects.get().status == Status.PENDING
+
+
 def test_update_status__unknown_queue():
     with pytest.raises(NotRegistered):
         update_status("nope", Status.PENDING)
@@ -295,3 +304,43 @@ def test_reschedule__last_supported_time_is_kept():
     [item] = leased(Greeting, GreetingFactory)
     assert reschedule([item], LATEST_DATETIME) == [item.pk]
     assert Greeting.model.objects.get().process_at == LATEST_DATETIME
+
+
+@pytest.mark.django_db(transaction=True)
+def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadlock():
+    """An operator's JSON-filtered update_status and workers leasing and completing the same rows all finish.
+
+    Rows the update takes from a worker lose their lease and are leased again: none is left Leased.
+    """
+    for round_ in range(4):
+        enqueue_many([InventoryFactory(sku=f"SKU-{round_}-{n:03}", quantity=n % 2) for n in range(250)])
+        _operator_beside_workers(Inventory, lambda: update_status(Inventory, Status.PENDING, message__quantity=1))
+        assert set(Inventory.model.objects.values_list("status", flat=True)) == {Status.PROCESSED}
+    assert not Inventory.model.objects.filter(attempts=0).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_update_status__by_json_beside_workers_deleting_what_they_complete():
+    """The same race on a queue that deletes processed messages: every message is completed and deleted."""
+    for _ in range(4):
+        enqueue_many([GreetingFactory(times=n % 2) for n in range(250)])
+        _operator_beside_workers(Greeting, lambda: update_status(Greeting, Status.PENDING, message__times=1))
+        assert not Greeting.model.objects.exists()
+
+
+def _operator_beside_workers(queue, change, times=30, workers=3):
+    """``change()`` ``times`` over, while ``workers`` lease and complete ``queue`` until it is done and drained."""
+    operator_done = threading.Event()
+
+    def operator():
+        try:
+            for _ in range(times):
+                change()
+        finally:
+            operator_done.set()
+
+    def worker():
+        while (items := lease(queue, 10)) or not operator_done.is_set():
+            mark_processed(items)
+
+    together(operator, *[worker] * workers)
