@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
 from django.utils import timezone
 
 from .exceptions import UnstorableValue
@@ -22,6 +21,7 @@ from .leasing import lease
 from .limits import check_datetime
 from .logs import correlation_id
 from .models import JobRun, QueueItem
+from .retries import atomic_retried
 from .updates import mark_error, mark_processed, reschedule, retry_later
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -118,15 +118,20 @@ def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
 def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
     alias = job.message_class.queue_options.database
     now = timezone.now()
-    with transaction.atomic(using=alias):
+    unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already
+
+    def record() -> None:
         run.processed = len(mark_processed(outcome.done, now=now)) if outcome.done else 0
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
         retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
-        # Added to, not set: a claim that met rows Python cannot read counted them as errors already.
-        run.errors += sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
         run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
+
+    # One transaction, run again whole if the database makes it a deadlock's victim: every change in it
+    # is fenced by the lease, so the acknowledgement is never the victim left behind.
+    atomic_retried(alias, record)
     logger.info(
         "%s: %s leased, %s processed, %s rescheduled, %s errors.", run.queue, run.leased, run.processed,
         run.rescheduled, run.errors, extra={"action": "run_finished"},
