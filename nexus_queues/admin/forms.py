@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from pydantic import ValidationError as PydanticError
 
-from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError
+from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError, UnstorableValue
 from ..json_input import MalformedJSON, loads
+from ..limits import check_datetime
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json, unstorable_text
 from ..status import Status, validate_settable_status
@@ -156,12 +157,11 @@ class EnqueueForm(forms.Form):
 
     def clean_process_at(self) -> datetime | None:
         at = self.cleaned_data["process_at"]
-        if at is not None and at.tzinfo is not None:
+        if at is not None:
             try:
-                at.astimezone(UTC)
-            except OverflowError:
-                raise forms.ValidationError(f"{at:%Y-%m-%d %H:%M} {at.tzname()} falls outside the years 1 to 9999 "
-                                            "in UTC, where it is stored.") from None
+                check_datetime("process_at", at)
+            except UnstorableValue as exc:
+                raise forms.ValidationError(exc.problem) from exc
         return at
 
     def clean_status(self) -> str | None:
