@@ -18,7 +18,7 @@ from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .breaker import DATABASE_ERRORS, CircuitBreaker, RateLimit, reset_connections
+from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, RateLimit, reset_connections
 from .conf import settings
 from .engines import engine_for
 from .enqueueing import enqueue
@@ -190,7 +190,9 @@ class Dispatcher:
         self.store_breaker = CircuitBreaker(
             "Storing delayed messages", settings.DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER, longest
         )
-        self.step_breakers: dict[str, CircuitBreaker] = {}
+        self.step_breakers = CircuitBreakers(
+            "The dispatch step of {}", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER, longest
+        )
         """Per part of the store, watching its fetch and ``next()``."""
         self.dispatch_breaker = CircuitBreaker(
             "Dispatching due messages", settings.DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER, longest
@@ -219,7 +221,7 @@ class Dispatcher:
         return sum(self._dispatch_due(part, now) for part in self.store.parts())
 
     def _step(self, part: DelayedMessageStore, now: datetime) -> float:
-        breaker = self._breaker(part)
+        breaker = self.step_breakers[str(part)]
         if (left := breaker.waiting()) > 0:
             return left
         try:
@@ -232,15 +234,6 @@ class Dispatcher:
         if upcoming is None:
             return self.max_sleep
         return min(self.max_sleep, max(0.0, (upcoming - timezone.now()).total_seconds()))
-
-    def _breaker(self, part: DelayedMessageStore) -> CircuitBreaker:
-        name = str(part)
-        if name not in self.step_breakers:
-            self.step_breakers[name] = CircuitBreaker(
-                f"The dispatch step of {name}", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER,
-                settings.WORKER_MAX_BACKOFF,
-            )
-        return self.step_breakers[name]
 
     def _dispatch_due(self, part: DelayedMessageStore, now: datetime) -> int:
         failed: list[tuple[DelayedMessage, BaseException]] = []

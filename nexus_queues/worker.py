@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.db import reset_queries
 
-from .breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
+from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .conf import settings
 from .dispatch import Dispatcher
 from .failures import message_of
@@ -63,7 +63,9 @@ class Worker:
         self.breaker = CircuitBreaker(
             "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
         )
-        self.queue_breakers: dict[str, CircuitBreaker] = {}
+        self.queue_breakers = CircuitBreakers(
+            "Queue {}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+        )
         """Per queue, watching its job's leases and acknowledgements."""
         self.heartbeat = Heartbeat()
         self.stopping = False
@@ -173,12 +175,7 @@ class Worker:
         return worked
 
     def _breaker(self, job: type[QueueJob]) -> CircuitBreaker:
-        queue = job.message_class.queue_name()
-        if queue not in self.queue_breakers:
-            self.queue_breakers[queue] = CircuitBreaker(
-                f"Queue {queue}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
-            )
-        return self.queue_breakers[queue]
+        return self.queue_breakers[job.message_class.queue_name()]
 
     def _peek(self, job: type[QueueJob]) -> int:
         options = job.message_class.queue_options

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from nexus_queues.breaker import CircuitBreaker, RateLimit
+from nexus_queues.breaker import CircuitBreaker, CircuitBreakers, RateLimit
 from nexus_queues.logs import CorrelationIdFilter, correlation_id
 from nexus_queues.worker import check_peek_delay
 
@@ -91,3 +91,13 @@ def test_correlation_id_filter__stamps_records_with_the_current_run():
         assert record.__dict__["nexus.correlation_id"] == "abc"
     finally:
         correlation_id.reset(token)
+
+
+def test_circuit_breakers__one_per_name_made_on_first_use():
+    """Each name gets its own breaker, the same one every time, titled with the name."""
+    breakers = CircuitBreakers("Queue {}", timedelta(seconds=30), timedelta(seconds=5))
+    assert breakers["pings"] is breakers["pings"]
+    assert breakers["pings"] is not breakers["greetings"]
+    assert breakers["pings"].name == "Queue pings" and breakers["pings"].max_backoff == 5
+    breakers["pings"].failure(RuntimeError("down"))
+    assert breakers["greetings"].failures == 0
