@@ -147,7 +147,7 @@ class Engine:
         """Insert rows with known statuses in batched multi-row statements (inside a transaction);
         with ``return_ids``, return their ids in the order of ``rows``."""
         table = self.quote(model._meta.db_table)
-        placeholders = "(" + ", ".join(["%s"] * len(INSERT_COLUMNS)) + ")"
+        placeholders = "(" + _marks(INSERT_COLUMNS) + ")"
         returning = " RETURNING id" if return_ids else ""
         adapt = self._memo_adapt()
         ids: list[int] = []
