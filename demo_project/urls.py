@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from nexus_queues.health_checks import QueueHealthCheckView
+from nexus_queues.contrib.health_checks import QueueHealthCheckView
 
 # The site's own checks; QueueHealthCheckView adds one per queue after them.
 HEALTH_CHECKS = ["health_check.checks.Database", "health_check.checks.Cache", "health_check.checks.Storage"]

@@ -24,7 +24,7 @@ def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
             f"Queue {cls.queue_name()!r} takes its name from class {cls.__qualname__}; renaming the class "
             "would make a new, empty queue.",
             hint=f'Name it explicitly: class {cls.__name__}(..., queue="{cls.queue_name()}").',
-            obj=cls.model,
+            obj=cls.queue_model,
             id="nexus_queues.W001",
         )
         for cls in registry
@@ -37,24 +37,24 @@ def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
     problems: list[checks.CheckMessage] = []
     for cls in registry:
         alias = cls.queue_options.database
-        if databases is None or alias not in databases or cls.model._meta.app_label in _unmigrated_apps(alias):
+        if databases is None or alias not in databases or cls.queue_model._meta.app_label in _unmigrated_apps(alias):
             continue
         connection = connections[alias]
-        table = cls.model._meta.db_table
+        table = cls.queue_model._meta.db_table
         with connection.cursor() as cursor:
             if table not in connection.introspection.table_names(cursor):
                 problems.append(
                     checks.Warning(
                         f"Queue {cls.queue_name()!r} has no table {table!r} in database {alias!r}.",
                         hint="Run makemigrations and migrate.",
-                        obj=cls.model,
+                        obj=cls.queue_model,
                         id="nexus_queues.W002",
                     )
                 )
                 continue
             present = _indexed_columns(connection.introspection.get_constraints(cursor, table))
-        column_of = {field.name: str(field.column) for field in cls.model._meta.concrete_fields}
-        for index in (*cls.model._meta.indexes, *cls.model._meta.constraints):
+        column_of = {field.name: str(field.column) for field in cls.queue_model._meta.concrete_fields}
+        for index in (*cls.queue_model._meta.indexes, *cls.queue_model._meta.constraints):
             columns = tuple(column_of[name] for name in index.fields)
             if columns not in present:
                 problems.append(
@@ -62,7 +62,7 @@ def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
                         f"Queue {cls.queue_name()!r}: table {table!r} lacks the index {index.name} "
                         f"on {', '.join(columns)}.",
                         hint="Run migrate; if it was dropped by hand, recreate it with sqlmigrate's statement.",
-                        obj=cls.model,
+                        obj=cls.queue_model,
                         id="nexus_queues.W003",
                     )
                 )

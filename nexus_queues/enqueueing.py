@@ -64,10 +64,10 @@ def enqueue(
     engine = engine_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     if not message_class.has_identity:
-        row_id = engine.insert_one(message_class.model, row, notify=notify)
+        row_id = engine.insert_one(message_class.queue_model, row, notify=notify)
         return EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
     idempotent = message_class.queue_options.idempotent
-    model = message_class.model
+    model = message_class.queue_model
 
     def store() -> EnqueueResult:
         with transaction.atomic(using=engine.alias) if return_ids else nullcontext():
@@ -108,11 +108,11 @@ def enqueue_many(
         with transaction.atomic(using=engine.alias):
             if placement.status is None:
                 engine.take_write_lock()  # before reading: SQLite fails a read lock's upgrade at once
-                default = engine.default_status(message_class.model)
+                default = engine.default_status(message_class.queue_model)
                 for row in rows:
                     row[STATUS_INDEX] = default
             if not message_class.has_identity:
-                ids = engine.insert_many(message_class.model, rows, notify=notify, return_ids=return_ids)
+                ids = engine.insert_many(message_class.queue_model, rows, notify=notify, return_ids=return_ids)
                 return EnqueueResult(stored=tuple(messages), ids=ids)
             result = _upsert_many(engine, message_class, messages, rows, notify)
             return _with_ids(engine, message_class, result) if return_ids else result
@@ -127,7 +127,8 @@ def _upsert_many(
     last: dict[str, int] = {row[0]: i for i, row in enumerate(rows)}
     earlier = [i for i, row in enumerate(rows) if last[row[0]] != i]
     finals = sorted(last.values())
-    stored_ids = engine.upsert(message_class.model, [rows[i] for i in finals], idempotent=idempotent, notify=notify)
+    finals_rows = [rows[i] for i in finals]
+    stored_ids = engine.upsert(message_class.queue_model, finals_rows, idempotent=idempotent, notify=notify)
     repeated = {i for i in earlier if idempotent and rows[i][2] == rows[last[rows[i][0]]][2]}
     return EnqueueResult(
         stored=tuple(messages[i] for i in finals if rows[i][0] in stored_ids),
@@ -139,7 +140,7 @@ def _upsert_many(
 def _with_ids(engine: Engine, message_class: type[QueueMessage], result: EnqueueResult) -> EnqueueResult:
     """``result`` with the ids of the rows holding its stored messages, read in the caller's transaction."""
     wanted = [message_id_of(message) for message in result.stored]
-    rows = message_class.model.objects.using(engine.alias)
+    rows = message_class.queue_model.objects.using(engine.alias)
     found: dict[str | None, int] = {}
     for start in range(0, len(wanted), 1000):
         found.update(rows.filter(message_id__in=wanted[start : start + 1000]).values_list("message_id", "id"))
@@ -148,7 +149,7 @@ def _with_ids(engine: Engine, message_class: type[QueueMessage], result: Enqueue
 
 def _message_class(messages: list[QueueMessage]) -> type[QueueMessage]:
     first = messages[0]
-    if not isinstance(first, QueueMessage) or not hasattr(type(first), "model"):
+    if not isinstance(first, QueueMessage) or not hasattr(type(first), "queue_model"):
         raise InvalidMessage(f"Only instances of a queue's message class can be enqueued, not {type(first).__name__}.")
     message_class = type(first)
     for other in messages:

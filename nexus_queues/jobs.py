@@ -84,7 +84,7 @@ class QueueJob:
 def _validate(cls: type[QueueJob]) -> None:
     message_class = getattr(cls, "message_class", None)
     is_queue = isinstance(message_class, type) and issubclass(message_class, QueueMessage)
-    if not (is_queue and hasattr(message_class, "model")):
+    if not (is_queue and hasattr(message_class, "queue_model")):
         raise ConfigurationError(f"{cls.__qualname__}.message_class must be a queue's message class.")
     if not isinstance(cls.batch_size, int) or cls.batch_size < 1:
         raise ConfigurationError(f"{cls.__qualname__}.batch_size must be a positive integer.")

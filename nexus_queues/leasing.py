@@ -40,7 +40,7 @@ def lease(
     now = now or timezone.now()
     engine = engine_for(message_class.queue_options.database)
     return engine.claim(
-        message_class.model,
+        message_class.queue_model,
         count,
         now=now,
         lease_until=now + lease_time,
@@ -57,5 +57,5 @@ def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
 
 def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
     """Turn the queue's expired leases into Abandoned, in one statement; how many."""
-    rows = message_class.model.objects.using(message_class.queue_options.database)
+    rows = message_class.queue_model.objects.using(message_class.queue_options.database)
     return rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)

@@ -15,7 +15,7 @@ from .serialization import unstorable_text
 from .status import Status, validate_status
 
 if TYPE_CHECKING:
-    from .models import QueueItem
+    from .models import QueueItem, QueueItemQuerySet
 
 QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_MESSAGE_ID_LENGTH = 255
@@ -139,7 +139,8 @@ class QueueMessage(BaseModel):
 
     has_identity: ClassVar[bool] = False
     queue_options: ClassVar[QueueOptions]
-    model: ClassVar[type[QueueItem]]
+    queue_model: ClassVar[type[QueueItem]]
+    """The Django model of the queue's table (made with the class)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Accept the queue keywords; the queue is made once pydantic has built the class."""
@@ -163,7 +164,7 @@ class QueueMessage(BaseModel):
 
         registry.register(cls)
         try:
-            cls.model = create_queue_model(cls)
+            cls.queue_model = create_queue_model(cls)
         except Exception:
             registry.unregister(cls.queue_name())
             raise
@@ -172,6 +173,11 @@ class QueueMessage(BaseModel):
     def queue_name(cls) -> str:
         """The queue's name (also the table name after ``nexus_``)."""
         return cls.queue_options.queue
+
+    @classmethod
+    def queue_items(cls) -> QueueItemQuerySet:
+        """The queue's rows, on the queue's database: the one way to reach them."""
+        return cls.queue_model.objects.using(cls.queue_options.database)
 
     @classmethod
     def from_stored(cls, data: Any, *, queue_item: Any = None) -> QueueMessage:

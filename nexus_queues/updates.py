@@ -153,7 +153,7 @@ def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: An
     engine = engine_for(message_class.queue_options.database)
     values = {"status": status, "lease_expires_at": None, "updated_at": timezone.now()}
     try:
-        matching = message_class.model.objects.using(engine.alias).filter(**lookups)
+        matching = message_class.queue_model.objects.using(engine.alias).filter(**lookups)
         return retried(engine.alias, lambda: engine.update_matching(matching, values))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
@@ -182,7 +182,7 @@ def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> No
 def default_status(queue: type[QueueMessage] | str) -> str:
     """The status new messages of the queue get now."""
     message_class = registry.resolve(queue)
-    return engine_for(message_class.queue_options.database).default_status(message_class.model)
+    return engine_for(message_class.queue_options.database).default_status(message_class.queue_model)
 
 
 def dispatch_due(now: datetime | None = None) -> dict[str, int]:
@@ -191,7 +191,7 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
     counts = {}
     for message_class in registry:
         engine = engine_for(message_class.queue_options.database)
-        rows = message_class.model.objects.using(engine.alias)
+        rows = message_class.queue_model.objects.using(engine.alias)
         counts[message_class.queue_name()] = moved = rows.due(now).update(status=Status.PENDING, updated_at=now)
         if moved:
             engine.notify(message_class.queue_name())

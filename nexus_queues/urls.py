@@ -17,6 +17,6 @@ from .api import api
 urlpatterns: list[URLPattern | URLResolver] = [path("", api.urls)]
 
 if find_spec("health_check") is not None:
-    from .health_checks import QueueHealthCheckView
+    from .contrib.health_checks import QueueHealthCheckView
 
     urlpatterns.append(path("health/", QueueHealthCheckView.as_view(checks=()), name="nexus_queues_health"))

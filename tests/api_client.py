@@ -51,4 +51,4 @@ class Api:
 
 def stored(message_class: Any) -> list[Any]:
     """The queue's rows in id order."""
-    return list(message_class.model.objects.order_by("id"))
+    return list(message_class.queue_model.objects.order_by("id"))

@@ -4,7 +4,7 @@ from tests.settings import *  # noqa: F403
 
 LOGGING = {
     "version": 1,
-    "filters": {"correlation_id": {"()": "nexus_queues.logs.CorrelationIdFilter"}},
+    "filters": {"correlation_id": {"()": "nexus_queues.worker.logs.CorrelationIdFilter"}},
     "formatters": {"plain": {"format": "%(levelname)s [%(nexus.correlation_id)s] %(message)s"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "filters": ["correlation_id"], "formatter": "plain"}},
     "root": {"handlers": ["stderr"], "level": "INFO"},

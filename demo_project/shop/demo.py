@@ -38,7 +38,7 @@ def run_demo() -> Iterator[str]:
     enqueue(changed)
     yield f"Enqueued a new version of {changed.sku}; it is Pending again and remembers the processed version."
     for message_class in (SendOrderConfirmation, ProductUpdated):
-        counts = Counter(message_class.model.objects.values_list("status", flat=True))
+        counts = Counter(message_class.queue_model.objects.values_list("status", flat=True))
         summary = ", ".join(f"{status}: {n}" for status, n in sorted(counts.items())) or "empty"
         yield f"{message_class.queue_name()}: {summary}"
 

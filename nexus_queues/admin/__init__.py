@@ -21,8 +21,8 @@ __all__ = ["JobRunAdmin", "QueueItemAdmin", "autoregister", "group_queues_by_cat
 def register_queues(site: admin.AdminSite) -> None:
     """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, and job runs."""
     for message_class in registry:
-        if not site.is_registered(message_class.model):
-            site.register(message_class.model, QueueItemAdmin)
+        if not site.is_registered(message_class.queue_model):
+            site.register(message_class.queue_model, QueueItemAdmin)
     if not site.is_registered(JobRun):
         site.register(JobRun, JobRunAdmin)
     group_index_by_category(site)

@@ -28,7 +28,7 @@ class JobRunAdmin(admin.ModelAdmin):
     @admin.display(description="messages it leased")
     def messages(self, run: JobRun) -> str:
         try:
-            model = registry.get(run.queue).model
+            model = registry.get(run.queue).queue_model
             url = reverse(f"{self.admin_site.name}:{model._meta.app_label}_{model._meta.model_name}_changelist")
         except (NotRegistered, NoReverseMatch):
             return "-"

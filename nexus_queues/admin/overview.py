@@ -42,7 +42,7 @@ class QueueOverview:
 def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOverview:
     """Counts per status (each counted up to ``limit``), health, oldest Pending message and settings."""
     options = message_class.queue_options
-    rows = message_class.model.objects.using(options.database)
+    rows = message_class.queue_model.objects.using(options.database)
     counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
     oldest = rows.filter(status=Status.PENDING).order_by("id").values("created_at", "updated_at").first()
     stored = QueueSettings.objects.using(options.database).filter(queue=message_class.queue_name()).first()

@@ -15,7 +15,7 @@ QUEUES_APP_LABEL = "nexus_queues"
 
 def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Move each queue out of its app into a section named for its category ("Queues" when it has none)."""
-    categories = {mc.model: mc.queue_options.category or "Queues" for mc in registry}
+    categories = {mc.queue_model: mc.queue_options.category or "Queues" for mc in registry}
     sections: dict[str, list[dict[str, Any]]] = defaultdict(list)
     grouped = []
     for app in app_list:

@@ -48,7 +48,7 @@ AUTH = [TokenAuth(), BasicAuth(), SessionAuth()]
 
 def can(user: Any, action: Action, message_class: type[QueueMessage]) -> bool:
     """Does ``user`` hold Django's ``<action>`` permission on the queue's model?"""
-    meta = message_class.model._meta
+    meta = message_class.queue_model._meta
     return bool(user.has_perm(f"{meta.app_label}.{action}_{meta.model_name}"))
 
 

@@ -80,7 +80,7 @@ def set_status(request: HttpRequest, name: str, change: schemas.StatusChange) ->
 
 
 def _rows(message_class: type[QueueMessage]) -> QuerySet[Any]:
-    return message_class.model.objects.using(message_class.queue_options.database)
+    return message_class.queue_model.objects.using(message_class.queue_options.database)
 
 
 def _one(message_class: type[QueueMessage], pk: int) -> dict[str, Any]:

@@ -112,7 +112,7 @@ def _placed(messages: list[QueueMessage], result: EnqueueResult) -> dict[str, An
 
 def _queue(message_class: type[QueueMessage]) -> dict[str, Any]:
     options = message_class.queue_options
-    rows = message_class.model.objects.using(options.database)
+    rows = message_class.queue_model.objects.using(options.database)
     counts = {status.value: 0 for status in MessageStatus}
     counts.update(rows.order_by().values_list("status").annotate(n=Count("id")))
     health = queue_health(message_class)

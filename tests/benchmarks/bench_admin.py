@@ -46,13 +46,13 @@ def fill(rows: int) -> float:
     started = time.perf_counter()
     for start in range(0, rows, BATCH):
         enqueue_many([Greeting(name=f"person-{n}", times=n % 7) for n in range(start, min(rows, start + BATCH))])
-    ids = Greeting.model.objects.order_by("id").values_list("id", flat=True)
+    ids = Greeting.queue_model.objects.order_by("id").values_list("id", flat=True)
     first = ids.first()
-    Greeting.model.objects.filter(id__gte=first + rows // 2, id__lt=first + rows // 2 + 1000).update(
+    Greeting.queue_model.objects.filter(id__gte=first + rows // 2, id__lt=first + rows // 2 + 1000).update(
         status="Error", error_type="builtins.RuntimeError", error_message="boom")
-    Greeting.model.objects.filter(id__gte=first + rows - 1000).update(status="OnHold")
+    Greeting.queue_model.objects.filter(id__gte=first + rows - 1000).update(status="OnHold")
     with connection.cursor() as cursor:
-        cursor.execute(f"VACUUM ANALYZE {Greeting.model._meta.db_table}")
+        cursor.execute(f"VACUUM ANALYZE {Greeting.queue_model._meta.db_table}")
     return time.perf_counter() - started
 
 
@@ -79,12 +79,12 @@ def main() -> None:
     setup_test_environment()
     databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
     try:
-        if Greeting.model.objects.count() != ROWS:
-            Greeting.model.objects.all().delete()
+        if Greeting.queue_model.objects.count() != ROWS:
+            Greeting.queue_model.objects.all().delete()
             print(f"filled {ROWS:,} rows in {fill(ROWS):.1f} s (enqueue_many, COPY, batches of {BATCH:,})")
         client = Client()
         client.force_login(User.objects.get_or_create(username="bench", is_staff=True, is_superuser=True)[0])
-        item = Greeting.model.objects.order_by("id")[ROWS // 3 : ROWS // 3 + 1].get()
+        item = Greeting.queue_model.objects.order_by("id")[ROWS // 3 : ROWS // 3 + 1].get()
         pages = {
             "change list": URL,
             "status filter Pending": f"{URL}?status=Pending",

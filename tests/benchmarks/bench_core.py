@@ -35,7 +35,7 @@ from nexus_queues import enqueue, enqueue_many, lease, mark_processed  # noqa: E
 from tests.testapp.more_queues import Ping  # noqa: E402
 
 SYSTEM = "nexus_queues" + (" (server-side binding)" if os.environ.get("SERVER_SIDE_BINDING") == "1" else "")
-TABLE = Ping.model._meta.db_table
+TABLE = Ping.queue_model._meta.db_table
 LEASE_BATCH = int(os.environ.get("LEASE_BATCH", 100))
 ROUNDS = int(os.environ.get("ROUNDS", 5))
 

@@ -34,14 +34,14 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from nexus_queues import QueueJob, enqueue, enqueue_many  # noqa: E402
-from nexus_queues.dispatch import Dispatcher  # noqa: E402
 from nexus_queues.management.commands._signals import stop_on_signals  # noqa: E402
-from nexus_queues.worker import Worker  # noqa: E402
+from nexus_queues.worker.dispatch import Dispatcher  # noqa: E402
+from nexus_queues.worker.loop import Worker  # noqa: E402
 from tests.testapp.jobs import PingJob  # noqa: E402
 from tests.testapp.more_queues import Ping  # noqa: E402
 
 SYSTEM = "nexus_queues worker"
-TABLE = Ping.model._meta.db_table
+TABLE = Ping.queue_model._meta.db_table
 DRAIN_WORKERS = [int(n) for n in os.environ.get("DRAIN_WORKERS", "1,2,4").split(",")]
 N_DISPATCH = int(os.environ.get("N_DISPATCH", 300))
 

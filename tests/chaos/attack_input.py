@@ -34,7 +34,7 @@ from django.utils import timezone  # noqa: E402
 from nexus_queues import QueueMessage  # noqa: E402
 from nexus_queues.admin import register_queues  # noqa: E402
 from nexus_queues.api.tokens import make_token  # noqa: E402
-from nexus_queues.dispatch import Dispatcher  # noqa: E402
+from nexus_queues.worker.dispatch import Dispatcher  # noqa: E402
 
 
 class Reading(QueueMessage, queue="attack_readings"):
@@ -106,7 +106,7 @@ def main() -> None:
     databases = setup_databases(verbosity=0, interactive=False, serialized_aliases=set())
     try:
         with connection.schema_editor() as editor:
-            editor.create_model(Reading.model)
+            editor.create_model(Reading.queue_model)
         user = User.objects.create_superuser("attacker", "a@example.com", "x")
         api = Client(HTTP_AUTHORIZATION=f"Bearer {make_token(user)}")
         admin = Client()
@@ -114,11 +114,11 @@ def main() -> None:
         print(f"engine: {connection.vendor}\n")
         print(f"{'attack':52} {'answer':>6} {'seconds':>8} {'stored':>7}")
         for name, method, url, body in ATTACKS:
-            before = Reading.model.objects.count()
+            before = Reading.queue_model.objects.count()
             started = time.perf_counter()
             answer = outcome(lambda: send(api, admin, method, url, body))  # noqa: B023 - called at once
             took = time.perf_counter() - started
-            stored = Reading.model.objects.count() - before
+            stored = Reading.queue_model.objects.count() - before
             print(f"{name:52} {answer:>6} {took:8.2f} {stored:7}")
         print()
         print("afterwards, API list:", outcome(lambda: api.get(f"{QUEUE}/messages").status_code))

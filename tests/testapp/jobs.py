@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, previous_message
 from nexus_queues.jobs import Outcome
-from nexus_queues.logs import correlation_id
 from nexus_queues.models import QueueItem, QueueSettings
+from nexus_queues.worker.logs import correlation_id
 
 from .more_queues import Ping
 from .queues import Greeting, Inventory, Product

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from nexus_queues import logs
-from nexus_queues.dispatch import DispatchLoop
+from nexus_queues.worker import logs
+from nexus_queues.worker.dispatch import DispatchLoop
 
 from ._signals import stop_on_signals
 

@@ -1,0 +1,115 @@
+"""Circuit breakers: how the worker and dispatch loops ride out a failing database without busy-looping."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.db import DatabaseError, InterfaceError, connections
+
+from ..failures import message_of
+
+logger = logging.getLogger("nexus_queues.breaker")
+
+FIRST_BACKOFF = 0.1
+
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+"""What a failing or lost database raises. Django's InterfaceError is no DatabaseError: PyMySQL raises it
+for a connection the server killed (``InterfaceError: (0, '')``)."""
+
+
+def reset_connections() -> None:
+    """Close this thread's connections, so that the next query reconnects; those inside a transaction are left
+    to its rollback, and a connection already gone cannot fail the close."""
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            continue
+        try:
+            connection.close()
+        except DATABASE_ERRORS:
+            pass
+
+
+class CircuitBreaker:
+    """Watches one kind of operation. Each failure asks for a growing pause; once the operation has
+    kept failing for ``trigger_after`` the breaker triggers (logged as an error) and pauses are the longest."""
+
+    def __init__(
+        self, name: str, trigger_after: timedelta, max_backoff: timedelta,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.trigger_after = trigger_after.total_seconds()
+        self.max_backoff = max_backoff.total_seconds()
+        self.clock = clock
+        self.failures = 0
+        self.failing_since: float | None = None
+        self.triggered = False
+        self.retry_at = -math.inf
+
+    def waiting(self) -> float:
+        """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
+        return max(0.0, self.retry_at - self.clock())
+
+    def success(self) -> None:
+        """The operation worked: close the breaker."""
+        if self.failures:
+            logger.info("%s recovered after %s failure(s).", self.name, self.failures, extra={"action": "recovered"})
+        self.failures, self.failing_since, self.triggered, self.retry_at = 0, None, False, -math.inf
+
+    def failure(self, exc: BaseException) -> float:
+        """Record a failure; return the seconds to pause before trying again."""
+        now = self.clock()
+        if self.failing_since is None:
+            self.failing_since = now
+        self.failures += 1
+        if not self.triggered and now - self.failing_since >= self.trigger_after:
+            self.triggered = True
+            logger.error(
+                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since,
+                message_of(exc),
+                extra={"action": "breaker_triggered"},
+            )
+        else:
+            logger.warning(
+                "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, message_of(exc),
+                exc_info=None if isinstance(exc, DATABASE_ERRORS) else exc,  # anything else is a bug to find
+                extra={"action": "retry"},
+            )
+        pause = self.max_backoff if self.triggered else min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        self.retry_at = now + pause
+        return pause
+
+
+class CircuitBreakers:
+    """One :class:`CircuitBreaker` per name (a queue, a part of a store), made on first use."""
+
+    def __init__(self, title: str, trigger_after: timedelta, max_backoff: timedelta) -> None:
+        self.title, self.trigger_after, self.max_backoff = title, trigger_after, max_backoff
+        self._breakers: dict[str, CircuitBreaker] = {}
+
+    def __getitem__(self, name: str) -> CircuitBreaker:
+        if name not in self._breakers:
+            self._breakers[name] = CircuitBreaker(self.title.format(name), self.trigger_after, self.max_backoff)
+        return self._breakers[name]
+
+
+class RateLimit:
+    """At most ``per_second`` events per second; :meth:`hit` says how long to pause before the next."""
+
+    def __init__(self, per_second: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second = max(1, per_second)
+        self.clock = clock
+        self.window = -1.0
+        self.count = 0
+
+    def hit(self) -> float:
+        """Count one event; seconds to pause so the rate stays within the limit (0 when it does)."""
+        now = self.clock()
+        if now - self.window >= 1.0:
+            self.window, self.count = now, 0
+        self.count += 1
+        return max(0.0, self.window + 1.0 - now) if self.count > self.per_second else 0.0

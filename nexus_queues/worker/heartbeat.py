@@ -1,0 +1,91 @@
+"""The heartbeat: a thread that renews the leases of the messages a worker holds while their job runs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from django.db import reset_queries
+from django.utils import timezone
+
+from ..failures import message_of
+from ..updates import renew_leases
+from .breaker import reset_connections
+
+if TYPE_CHECKING:
+    from ..models import QueueItem
+
+logger = logging.getLogger("nexus_queues.heartbeat")
+
+RENEWALS_PER_LEASE = 3
+"""Renew three times per lease time, so two renewals may fail before a lease runs out."""
+
+
+@dataclass
+class _Held:
+    items: Sequence[QueueItem]
+    lease_time: timedelta
+    renew_at: float = field(default=0.0)
+
+
+class Heartbeat(threading.Thread):
+    """Renews held leases every ``lease_time / 3``: a lease time detects a crash, it does not cap run time."""
+
+    def __init__(self) -> None:
+        super().__init__(name="nexus-heartbeat", daemon=True)
+        self._held: dict[str, _Held] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = False
+
+    def hold(self, correlation_id: str, items: Sequence[QueueItem], lease_time: timedelta) -> None:
+        """Start renewing the leases of ``items``."""
+        interval = lease_time.total_seconds() / RENEWALS_PER_LEASE
+        with self._lock:
+            self._held[correlation_id] = _Held(items, lease_time, time.monotonic() + interval)
+        self._wake.set()
+
+    def release(self, correlation_id: str) -> None:
+        """Stop renewing; waits for a renewal in progress, so none lands after the job's acknowledgement."""
+        with self._lock:
+            self._held.pop(correlation_id, None)
+
+    def stop(self) -> None:
+        """End the thread."""
+        self._stopped = True
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            while not self._stopped:
+                self._wake.wait(self._beat())
+                self._wake.clear()
+        finally:
+            reset_connections()
+
+    def _beat(self) -> float:
+        """Renew what is due; seconds until the next renewal."""
+        reset_queries()
+        with self._lock:
+            now = time.monotonic()
+            for correlation_id, held in self._held.items():
+                if held.renew_at <= now:
+                    self._renew(correlation_id, held)
+                    held.renew_at = now + held.lease_time.total_seconds() / RENEWALS_PER_LEASE
+            return min((h.renew_at for h in self._held.values()), default=now + 60) - now
+
+    def _renew(self, correlation_id: str, held: _Held) -> None:
+        try:
+            renew_leases(held.items, timezone.now() + held.lease_time)
+        except Exception as exc:  # a heartbeat thread that ended would let every long job lose its lease
+            logger.warning(
+                "Could not renew %s lease(s) (%s: %s); retrying at the next beat.", len(held.items),
+                type(exc).__name__, message_of(exc),
+                extra={"action": "heartbeat", "nexus.correlation_id": correlation_id},
+            )
+            reset_connections()

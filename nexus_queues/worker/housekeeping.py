@@ -1,0 +1,77 @@
+"""Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from ..conf import settings
+from ..leasing import abandon_expired, abandon_expired_leases
+from ..messages import QueueMessage
+from ..models import QueueItemQuerySet
+from ..registry import registry
+from ..status import Status
+
+
+def purge_processed(now: datetime | None = None) -> dict[str, int]:
+    """Delete Processed messages older than their queue's ``keep_processed_for``; counts per queue."""
+    now = now or timezone.now()
+    return {c.queue_name(): _purge(c, now) for c in registry if _kept_for(c)}
+
+
+def drop_expired(now: datetime | None = None) -> dict[str, int]:
+    """Delete Pending and Sleeping messages whose ``expires_at`` has passed; counts per queue."""
+    now = now or timezone.now()
+    return {message_class.queue_name(): _drop(message_class, now) for message_class in registry}
+
+
+def tidy(now: datetime | None = None) -> dict[str, dict[str, int]]:
+    """All three chores at once: abandoned, purged and dropped counts per queue."""
+    now = now or timezone.now()
+    return {"abandoned": abandon_expired_leases(now), "purged": purge_processed(now), "dropped": drop_expired(now)}
+
+
+def tidy_queue(message_class: type[QueueMessage], now: datetime | None = None) -> dict[str, int]:
+    """The three chores for one queue, so that a queue that fails holds up no other: counts per chore."""
+    now = now or timezone.now()
+    return {
+        "abandoned": abandon_expired(message_class, now),
+        "purged": _purge(message_class, now),
+        "dropped": _drop(message_class, now),
+    }
+
+
+def _kept_for(message_class: type[QueueMessage]) -> timedelta | None:
+    """How long the queue keeps Processed rows; None when it keeps none or keeps them forever."""
+    keep = message_class.queue_options.keep_processed_for
+    return keep if keep is not None and keep.total_seconds() > 0 else None
+
+
+def _purge(message_class: type[QueueMessage], now: datetime) -> int:
+    keep = _kept_for(message_class)
+    if keep is None:
+        return 0
+    return _delete_in_batches(_rows(message_class).filter(status=Status.PROCESSED, processed_at__lt=now - keep))
+
+
+def _drop(message_class: type[QueueMessage], now: datetime) -> int:
+    waiting = Q(status=Status.PENDING) | Q(status=Status.SLEEPING)
+    return _delete_in_batches(_rows(message_class).filter(waiting, expires_at__lte=now))
+
+
+def _rows(message_class: type[QueueMessage]) -> QueueItemQuerySet:
+    return message_class.queue_model.objects.using(message_class.queue_options.database)
+
+
+def _delete_in_batches(rows: QueueItemQuerySet) -> int:
+    size = settings.WORKER_CLEANUP_BATCH_SIZE
+    deleted = 0
+    while True:
+        ids = list(rows.order_by("id").values_list("id", flat=True)[:size])
+        if not ids:
+            return deleted
+        deleted += rows.filter(id__in=ids).delete()[0]  # the filter again: a row may have moved on
+        if len(ids) < size:
+            return deleted

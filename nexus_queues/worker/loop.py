@@ -1,0 +1,234 @@
+"""The worker loop: peek, run jobs over leased batches, sleep until a wake-up or the peek delay."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import timedelta
+
+from django.db import reset_queries
+
+from ..conf import settings
+from ..failures import message_of
+from ..jobs import QueueJob, jobs
+from ..models import QueueSettings
+from ..registry import registry
+from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
+from .dispatch import Dispatcher
+from .heartbeat import Heartbeat
+from .housekeeping import tidy_queue
+from .runs import run_job
+from .wakeups import Wakeups
+
+logger = logging.getLogger("nexus_queues.worker")
+
+PEEK_DELAY_RANGE = (timedelta(milliseconds=100), timedelta(seconds=10))
+
+
+def check_peek_delay(delay: timedelta) -> None:
+    """Warn when the peek delay is outside the recommended 100 ms to 10 s."""
+    low, high = PEEK_DELAY_RANGE
+    if delay < low:
+        logger.warning("Peek delay %s is under 100 ms: idle workers will load the database.", delay)
+    elif delay > high:
+        logger.warning("Peek delay %s is over 10 s: messages may back up while workers sleep.", delay)
+
+
+class Worker:
+    """Runs queue jobs until stopped (or, in burst mode, until nothing is Pending)."""
+
+    def __init__(
+        self,
+        *,
+        job_classes: Sequence[type[QueueJob]] | None = None,
+        concurrency: int | None = None,
+        burst: bool = False,
+        peek_delay: timedelta | None = None,
+        max_peek: int | None = None,
+        listen: bool | None = None,
+        dispatcher: Dispatcher | None = None,
+    ) -> None:
+        self.job_classes = list(jobs if job_classes is None else job_classes)
+        self.concurrency = concurrency or settings.WORKER_CONCURRENCY
+        self.burst = burst
+        self.peek_delay = peek_delay if peek_delay is not None else settings.WORKER_PEEK_DELAY
+        self.max_peek = max_peek or settings.WORKER_MAX_PEEK
+        self.dispatcher = dispatcher
+        aliases = [j.message_class.queue_options.database for j in self.job_classes] or ["default"]
+        listen = settings.WORKER_LISTEN if listen is None else listen
+        self.wakeups = Wakeups(aliases, listen=listen and not burst)
+        self.breaker = CircuitBreaker(
+            "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+        )
+        self.queue_breakers = CircuitBreakers(
+            "Queue {}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+        )
+        """Per queue, watching its job's leases and acknowledgements."""
+        self.heartbeat = Heartbeat()
+        self.stopping = False
+        self._next_tidy = -math.inf
+        self._woken: set[str] = set()
+        self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first pass
+        check_peek_delay(self.peek_delay)
+
+    def stop(self) -> None:
+        """Stop leasing; the messages in hand are finished first."""
+        self.stopping = True
+        self.wakeups.nudge()
+
+    def run(self) -> None:
+        """Loop until :meth:`stop` (or, with ``burst``, until the queues are drained)."""
+        queues = ", ".join(j.message_class.queue_name() for j in self.job_classes) or "no jobs"
+        logger.info("Worker started: %s.", queues, extra={"action": "started"})
+        if self.dispatcher is not None:
+            self.dispatcher.store.setup()
+        self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
+        self.heartbeat.start()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job") if self.concurrency > 1 else None
+        try:
+            while not self.stopping:
+                pause = self._cycle(pool)
+                if pause is None:
+                    break
+                self._woken = self.wakeups.wait(pause) if pause > 0 else set()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+            self.heartbeat.stop()
+            self.wakeups.close()
+            reset_connections()
+        logger.info("Worker stopped.", extra={"action": "stopped"})
+
+    def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
+        """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done.
+
+        Each queue's work is its own: a queue that fails is logged by name and backs off, the others go on.
+        """
+        started = time.monotonic()
+        reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
+        self._housekeeping()
+        pause = self.dispatcher.step() if self.dispatcher is not None else math.inf
+        try:
+            enabled = self._enabled_jobs()
+            self.breaker.success()
+        except DATABASE_ERRORS as exc:
+            reset_connections()
+            return self.breaker.failure(exc)
+        worked = False
+        for job in enabled:
+            worked |= self._drain_queue(job, pool)
+        if worked:
+            return 0
+        backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
+        if self.burst and not backing_off:
+            return None
+        # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
+        return max(0.0, min(pause - (time.monotonic() - started), self.peek_delay.total_seconds(), *backing_off))
+
+    def _housekeeping(self) -> None:
+        """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
+        now = time.monotonic()
+        if now < self._next_tidy:
+            return
+        self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
+        for message_class in registry:
+            try:
+                _log_tidy(message_class.queue_name(), tidy_queue(message_class))
+            except Exception as exc:
+                reset_connections()
+                logger.warning(
+                    "Housekeeping of queue %s failed (%s: %s); next try in %s.", message_class.queue_name(),
+                    type(exc).__name__, message_of(exc), settings.WORKER_HOUSEKEEPING_INTERVAL,
+                    extra={"action": "housekeeping_failed"},
+                )
+
+    def _enabled_jobs(self) -> list[type[QueueJob]]:
+        """The jobs whose processing is on, read again at most once per peek delay."""
+        read_at, enabled = self._enabled
+        now = time.monotonic()
+        if now - read_at < self.peek_delay.total_seconds():
+            return enabled
+        names = {j.message_class.queue_name() for j in self.job_classes}
+        off = {
+            s.queue for alias in {j.message_class.queue_options.database for j in self.job_classes}
+            for s in QueueSettings.objects.using(alias).filter(queue__in=names, processing_enabled=False).only("queue")
+        }
+        enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
+        self._enabled = (now, enabled)
+        return enabled
+
+    def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
+        """:meth:`_drain` unless the queue is backing off after a failure; True if any were leased."""
+        breaker = self._breaker(job)
+        if breaker.waiting() > 0:
+            return False
+        try:
+            worked = self._drain(job, pool)
+        except Exception as exc:  # the queue's own, e.g. its table cannot be read: the other queues go on
+            reset_connections()
+            breaker.failure(exc)
+            return False
+        breaker.success()
+        return worked
+
+    def _breaker(self, job: type[QueueJob]) -> CircuitBreaker:
+        return self.queue_breakers[job.message_class.queue_name()]
+
+    def _peek(self, job: type[QueueJob]) -> int:
+        options = job.message_class.queue_options
+        return job.message_class.queue_model.objects.using(options.database).pending()[: self.max_peek].count()
+
+    def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
+        """Lease rounds for the peeked messages, at most ``concurrency`` at once; True if any were leased.
+
+        A queue just named by a wake-up is leased at once: its peek would only cost a round trip.
+        """
+        woken = job.message_class.queue_name() in self._woken
+        rounds = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
+        if pool is None:
+            leased = 0
+            for _ in range(rounds):
+                if self.stopping:
+                    break
+                got = run_job(job, self.heartbeat)
+                leased += got
+                if got < job.batch_size:
+                    break
+            return leased > 0
+        return self._drain_concurrently(job, pool, rounds)
+
+    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, rounds: int) -> bool:
+        running: set[Future[int]] = set()
+        leased = 0
+        starved = False
+        try:
+            while (rounds and not self.stopping and not starved) or running:
+                while rounds and not self.stopping and not starved and len(running) < self.concurrency:
+                    running.add(pool.submit(_in_thread, job, self.heartbeat))
+                    rounds -= 1
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    got = future.result()
+                    leased += got
+                    starved |= got < job.batch_size
+        finally:
+            wait(running)  # never leave a round unacknowledged behind a failure
+        return leased > 0
+
+
+def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+    reset_queries()
+    try:
+        return run_job(job, heartbeat)
+    except DATABASE_ERRORS:
+        reset_connections()
+        raise
+
+
+def _log_tidy(queue: str, counts: dict[str, int]) -> None:
+    for chore, count in counts.items():
+        if count:
+            logger.info("%s %s message(s) of %s.", chore.capitalize(), count, queue, extra={"action": chore})

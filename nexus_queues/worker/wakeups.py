@@ -1,0 +1,91 @@
+"""Waking idle loops: PostgreSQL LISTEN/NOTIFY, a socket per loop on one host elsewhere, a local nudge everywhere."""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+from collections.abc import Iterable
+
+from ..engines import Listener, engine_for
+
+logger = logging.getLogger("nexus_queues.wakeups")
+
+ANY = "*"
+"""Returned by :meth:`Wakeups.wait` for a local nudge, which names no queue."""
+
+
+class Wakeups:
+    """Sleeps until a queue is notified, :meth:`nudge` is called (e.g. by a signal handler), or a timeout.
+
+    With ``listen`` on, one listener per database alias: a LISTENing connection on PostgreSQL, which
+    hears enqueues from every host, elsewhere a socket that hears this host's. A lost listener is
+    reopened on a later wait, and polling (the timeout) stays the fallback meanwhile.
+    """
+
+    def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
+        self._aliases = [a for a in dict.fromkeys(aliases) if listen and engine_for(a).can_listen]
+        self._listeners: dict[str, Listener] = {}
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    @property
+    def listening(self) -> bool:
+        """Is at least one listener open?"""
+        return bool(self._listeners)
+
+    def connect(self) -> None:
+        """Open the listeners not open yet; failures are logged and retried on a later wait."""
+        for alias in self._aliases:
+            if alias not in self._listeners:
+                try:
+                    self._listeners[alias] = engine_for(alias).listen()
+                    logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
+                except Exception as exc:  # the driver's own errors, e.g. the server is down
+                    logger.warning(
+                        "Cannot listen on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}
+                    )
+
+    def nudge(self) -> None:
+        """Wake the waiting loop now (safe from a signal handler or another thread)."""
+        try:
+            os.write(self._write, b"!")
+        except BlockingIOError:
+            pass
+
+    def wait(self, timeout: float) -> set[str]:
+        """Queue names notified within ``timeout`` seconds, ``{ANY}`` for a nudge, empty when it timed out."""
+        self.connect()
+        by_fd = {conn.fileno(): alias for alias, conn in self._listeners.items()}
+        ready, _, _ = select.select([self._read, *by_fd], [], [], max(0.0, timeout))
+        woken = self._drain_pipe() if self._read in ready else set()
+        for alias in self._listeners.copy():
+            woken |= self._drain(alias)
+        return woken
+
+    def close(self) -> None:
+        """Close the listeners and the nudge pipe."""
+        for listener in self._listeners.values():
+            listener.close()
+        self._listeners.clear()
+        os.close(self._read)
+        os.close(self._write)
+
+    def _drain_pipe(self) -> set[str]:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except BlockingIOError:
+            pass
+        return {ANY}
+
+    def _drain(self, alias: str) -> set[str]:
+        listener = self._listeners[alias]
+        try:
+            return listener.received()
+        except Exception as exc:  # the driver's own errors: the server went away
+            logger.warning("Listener on %s lost (%s); reopening.", alias, exc, extra={"action": "listen"})
+            del self._listeners[alias]
+            listener.close()
+            return {ANY}

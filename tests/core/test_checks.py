@@ -1,0 +1,56 @@
+"""System checks: missing queue tables and indexes are reported with how to fix them."""
+
+import pytest
+from django.db import connection
+
+from nexus_queues.checks import check_tables
+from tests.testapp.queues import Greeting
+
+
+@pytest.mark.django_db(transaction=True)
+def test_check_tables__quiet_when_migrated():
+    assert check_tables(databases=["default"]) == []
+
+
+def test_check_tables__skipped_without_database_flag():
+    """Like Django's database checks, nothing is queried unless databases are named."""
+    assert check_tables(databases=None) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_check_tables__missing_index_warns():
+    """A dropped index gives W003 naming the index and its columns."""
+    index = next(i for i in Greeting.queue_model._meta.indexes if i.fields == ["status", "id"])
+    with connection.schema_editor() as editor:
+        editor.remove_index(Greeting.queue_model, index)
+    try:
+        [warning] = check_tables(databases=["default"])
+        assert warning.id == "nexus_queues.W003"
+        assert index.name in warning.msg and "status, id" in warning.msg
+    finally:
+        with connection.schema_editor() as editor:
+            editor.add_index(Greeting.queue_model, index)
+    assert check_tables(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_check_tables__missing_table_warns():
+    """A queue whose table is gone gives W002 with the fix."""
+    with connection.schema_editor() as editor:
+        editor.delete_model(Greeting.queue_model)
+    try:
+        [warning] = check_tables(databases=["default"])
+        assert warning.id == "nexus_queues.W002" and "nexus_greetings" in warning.msg
+        assert warning.hint == "Run makemigrations and migrate."
+    finally:
+        with connection.schema_editor() as editor:
+            editor.create_model(Greeting.queue_model)
+
+
+@pytest.mark.django_db
+def test_partial_index__limited_where_the_engine_can():
+    """The due, expires and correlation indexes skip other rows where the engine has partial indexes."""
+    due = next(i for i in Greeting.queue_model._meta.indexes if i.name.endswith("_due"))
+    sql = str(due.create_sql(Greeting.queue_model, connection.schema_editor()))
+    assert ("WHERE" in sql) is connection.features.supports_partial_indexes
+    assert "process_at" in sql

@@ -1,0 +1,280 @@
+"""Queue health: the per-queue policy, its figures from the table, and the django-health-check checks."""
+
+import contextlib
+import dataclasses
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import DatabaseError, connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from health_check.exceptions import ServiceUnavailable, ServiceWarning
+
+from nexus_queues import QueueMessage, Status, abandon_expired_leases, enqueue_many, lease
+from nexus_queues.contrib.health_checks import QueueCheck, QueueHealthCheckView, queue_checks
+from nexus_queues.counting import AtLeast
+from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
+from nexus_queues.messages import HealthStatus
+from nexus_queues.worker.breaker import reset_connections
+from tests.commands import kill_other_connections
+from tests.factories import GreetingFactory
+from tests.testapp.queues import Greeting
+
+CALM = QueueState(failed=0, pending=0, oldest_pending_wait=None)
+
+
+def options(**changes):
+    return dataclasses.replace(Greeting.queue_options, **changes)
+
+
+@pytest.fixture
+def greeting_options(monkeypatch):
+    """Give the greetings queue other health options for one test."""
+
+    def change(**changes):
+        monkeypatch.setattr(Greeting, "queue_options", options(**changes))
+
+    return change
+
+
+def set_status(status, count=1):
+    enqueue_many(GreetingFactory.build_batch(count))
+    pks = list(Greeting.queue_model.objects.filter(status=Status.PENDING).values_list("pk", flat=True)[:count])
+    Greeting.queue_model.objects.filter(pk__in=pks).update(status=status)
+
+
+# --- the policy ------------------------------------------------------------------------
+
+
+def test_evaluate__healthy_without_failures():
+    health = evaluate(CALM, options())
+    assert health.status == HealthStatus.HEALTHY and health.summary == "OK" and health.reasons == ()
+
+
+def test_evaluate__failed_messages_make_it_unhealthy_by_default():
+    health = evaluate(dataclasses.replace(CALM, failed=2), options())
+    assert health.status == HealthStatus.UNHEALTHY and health.reasons == ("2 message(s) in Error or Abandoned",)
+
+
+@pytest.mark.parametrize("when_errors", [HealthStatus.DEGRADED, HealthStatus.HEALTHY])
+def test_evaluate__health_status_when_errors_decides(when_errors):
+    """A queue known for intermittent failures reports degraded or healthy when it has errors."""
+    health = evaluate(dataclasses.replace(CALM, failed=1), options(health_status_when_errors=when_errors))
+    assert health.status == when_errors
+
+
+def test_evaluate__pending_count_over_threshold_is_unhealthy():
+    state = dataclasses.replace(CALM, pending=11)
+    assert evaluate(state, options(health_max_pending=10)).status == HealthStatus.UNHEALTHY
+    assert evaluate(state, options(health_max_pending=11)).status == HealthStatus.HEALTHY
+    assert evaluate(state, options()).status == HealthStatus.HEALTHY
+
+
+def test_evaluate__pending_wait_over_threshold_is_unhealthy():
+    state = dataclasses.replace(CALM, pending=1, oldest_pending_wait=timedelta(minutes=6))
+    health = evaluate(state, options(health_max_pending_age=timedelta(minutes=5)))
+    assert health.status == HealthStatus.UNHEALTHY and "Pending for 360 s, longer than 300 s" in health.summary
+    assert evaluate(state, options(health_max_pending_age=timedelta(minutes=6))).status == HealthStatus.HEALTHY
+
+
+def test_evaluate__worst_finding_wins_and_all_are_reported():
+    """Degraded errors plus a backlog over its threshold: unhealthy, both reasons given."""
+    state = QueueState(failed=1, pending=5, oldest_pending_wait=None)
+    health = evaluate(state, options(health_status_when_errors=HealthStatus.DEGRADED, health_max_pending=1))
+    assert health.status == HealthStatus.UNHEALTHY and len(health.reasons) == 2
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [("health_max_pending", -1), ("health_max_pending", True), ("health_max_pending", "10"),
+     ("health_max_pending_age", timedelta(0)), ("health_max_pending_age", 60)],
+)
+def test_queue_options__bad_threshold_is_configuration_error(keyword, value):
+    with pytest.raises(ConfigurationError, match=keyword):
+
+        class Bad(QueueMessage, queue="bad_thresholds", **{keyword: value}):
+            n: int = 0
+
+
+# --- the figures from the table --------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_queue_state__counts_error_and_abandoned_as_failed():
+    """Error and Abandoned count as failed; Processed, custom and Pending do not."""
+    for status in (Status.ERROR, Status.ABANDONED, Status.PROCESSED, "Parked"):
+        set_status(status)
+    enqueue_many(GreetingFactory.build_batch(2))
+    state = queue_state(Greeting)
+    assert state.failed == 2 and state.pending == 2
+
+
+@pytest.mark.django_db
+def test_queue_state__oldest_pending_wait():
+    enqueue_many(GreetingFactory.build_batch(2))
+    later = timezone.now() + timedelta(minutes=10)
+    wait = queue_state(Greeting, now=later).oldest_pending_wait
+    assert timedelta(minutes=10) <= wait <= timedelta(minutes=10, seconds=30)
+    assert queue_state(Greeting).failed == 0
+
+
+@pytest.mark.django_db
+def test_queue_state__counts_stop_at_the_limit(greeting_options):
+    """Failed and Pending counts stop at the limit (read as "N+"); the Pending threshold is still decided."""
+    set_status(Status.ERROR, count=3)
+    enqueue_many(GreetingFactory.build_batch(4))
+    state = queue_state(Greeting, limit=2)
+    assert (state.failed, state.pending) == (AtLeast(2), AtLeast(2))
+    assert str(state.failed) == "2+"
+    greeting_options(health_max_pending=3)
+    assert str(queue_state(Greeting, limit=2).pending) == "4"
+    assert "4 Pending message(s), more than 3" in queue_health(Greeting, limit=2).summary
+
+
+@pytest.mark.django_db
+def test_queue_state__never_reads_the_whole_table():
+    """Every query of the health figures is bounded by a LIMIT, whatever the queue's size."""
+    enqueue_many(GreetingFactory.build_batch(3))
+    with CaptureQueriesContext(connection) as queries:
+        queue_state(Greeting)
+    assert len(queries) == 3
+    assert all("LIMIT" in query["sql"].upper() for query in queries), [q["sql"] for q in queries]
+
+
+@pytest.mark.django_db
+def test_queue_state__wait_is_that_of_the_message_first_in_line():
+    """The wait is read from the first Pending message in FIFO order, not the longest wait of all."""
+    enqueue_many(GreetingFactory.build_batch(2))
+    _, second = Greeting.queue_model.objects.order_by("id")
+    Greeting.queue_model.objects.filter(pk=second.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    wait = queue_state(Greeting).oldest_pending_wait
+    assert wait < timedelta(minutes=1)
+
+
+@pytest.mark.django_db
+def test_queue_health__empty_queue_is_healthy():
+    assert queue_health(Greeting).status == HealthStatus.HEALTHY
+    assert queue_state(Greeting).oldest_pending_wait is None
+
+
+# --- status transitions seen through the check -----------------------------------------
+
+
+@pytest.mark.django_db
+def test_check__healthy_to_unhealthy_to_healthy():
+    """An Error message makes the check fail; retrying it (back to Pending) makes it pass again."""
+    check = QueueCheck(queue="greetings")
+    check.run()
+    set_status(Status.ERROR)
+    with pytest.raises(ServiceUnavailable, match="1 message"):
+        check.run()
+    Greeting.queue_model.objects.update(status=Status.PENDING)
+    check.run()
+
+
+@pytest.mark.django_db
+def test_check__abandoned_lease_is_unhealthy():
+    """A lease that expired (Abandoned) makes the queue unhealthy, like an Error."""
+    enqueue_many([GreetingFactory()])
+    lease(Greeting, 1, lease_time=timedelta(seconds=1))
+    abandon_expired_leases(now=timezone.now() + timedelta(minutes=1))
+    assert Greeting.queue_model.objects.get().status == Status.ABANDONED
+    with pytest.raises(ServiceUnavailable):
+        QueueCheck(queue="greetings").run()
+
+
+@pytest.mark.django_db
+def test_check__degraded_raises_warning(greeting_options):
+    greeting_options(health_status_when_errors=HealthStatus.DEGRADED)
+    set_status(Status.ERROR)
+    with pytest.raises(ServiceWarning):
+        QueueCheck(queue="greetings").run()
+
+
+@pytest.mark.django_db
+def test_check__healthy_when_errors_passes(greeting_options):
+    greeting_options(health_status_when_errors=HealthStatus.HEALTHY)
+    set_status(Status.ERROR)
+    QueueCheck(queue="greetings").run()
+
+
+@pytest.mark.django_db
+def test_check__pending_threshold_transitions(greeting_options):
+    """Over the Pending threshold: unhealthy; drained below it: healthy again."""
+    greeting_options(health_max_pending=2)
+    enqueue_many(GreetingFactory.build_batch(3))
+    with pytest.raises(ServiceUnavailable, match="3 Pending"):
+        QueueCheck(queue="greetings").run()
+    lease(Greeting, 1)
+    QueueCheck(queue="greetings").run()
+
+
+def test_queue_checks__one_per_queue_with_health_check(greeting_options):
+    """Every registered queue gets a check unless its health_check option is off."""
+    assert {c.queue for c in queue_checks()} == {"audits", "greetings", "inventory", "pings", "products"}
+    greeting_options(health_check=False)
+    assert "greetings" not in {c.queue for c in queue_checks()}
+
+
+# --- the page --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_page__reports_each_queue():
+    """The health page served under /nexus/health/ lists every queue; any failure makes it 500."""
+    ok = Client().get("/nexus/health/", {"format": "json"})
+    assert ok.status_code == 200
+    assert ok.json()["QueueCheck(queue='greetings')"] == "OK" and len(ok.json()) == 5
+    set_status(Status.ERROR)
+    failing = Client().get("/nexus/health/", {"format": "json"})
+    assert failing.status_code == 500
+    assert failing.json()["QueueCheck(queue='greetings')"] == "Unavailable: 1 message(s) in Error or Abandoned"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_page__degraded_answers_500_unless_warnings_pass(greeting_options, settings):
+    """A degraded queue fails the page by default; with HEALTH_WARNINGS_AS_ERRORS off it answers 200 and
+    still shows the warning, while an unhealthy queue still answers 500."""
+    greeting_options(health_status_when_errors=HealthStatus.DEGRADED)
+    set_status(Status.ERROR)
+    assert Client().get("/nexus/health/", {"format": "json"}).status_code == 500
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "HEALTH_WARNINGS_AS_ERRORS": False}
+    degraded = Client().get("/nexus/health/", {"format": "json"})
+    assert degraded.status_code == 200
+    assert degraded.json()["QueueCheck(queue='greetings')"].startswith("Warning: 1 message(s)")
+    greeting_options(health_status_when_errors=HealthStatus.UNHEALTHY)
+    assert Client().get("/nexus/health/", {"format": "json"}).status_code == 500
+
+
+def test_view__warnings_as_errors_is_a_view_option():
+    """``QueueHealthCheckView.as_view(warnings_as_errors=False)`` overrides the setting for that page."""
+    view = QueueHealthCheckView(warnings_as_errors=False)
+    assert view._warnings_fail() is False
+    assert QueueHealthCheckView()._warnings_fail() is True
+
+
+def test_view__adds_queue_checks_to_configured_ones():
+    """The view keeps the checks it is given and adds the queues' after them."""
+    view = QueueHealthCheckView(checks=["health_check.checks.Database"])
+    names = [type(check).__name__ for check in view.get_checks()]
+    assert names[0] == "Database" and names.count("QueueCheck") == 5
+
+
+@pytest.mark.engines("mysql", "postgresql")
+@pytest.mark.django_db(transaction=True)
+def test_check__killed_connection_is_unavailable():
+    """A connection the server killed makes the check report Unavailable (MariaDB's InterfaceError too)."""
+    connection.ensure_connection()  # open before the kill, as a long-running process's would be
+    killer = threading.Thread(target=lambda: (kill_other_connections(), connection.close()))
+    killer.start()
+    killer.join()
+    with contextlib.suppress(DatabaseError):
+        Greeting.queue_model.objects.exists()  # the driver learns its connection is gone (PyMySQL: InterfaceError next)
+    try:
+        with pytest.raises(ServiceUnavailable, match="Cannot read the queue table"):
+            QueueCheck(queue="greetings").run()
+    finally:
+        reset_connections()  # the killed one, so that the test database can be flushed
