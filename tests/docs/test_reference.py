@@ -1,0 +1,64 @@
+"""The reference pages list what the code has: every setting with its default, every command option,
+and the README's links lead to files."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from datetime import timedelta
+
+import pytest
+from django.core.management import load_command_class
+
+from nexus_queues.conf import Settings
+from tests.docs.pages import ROOT
+
+SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
+COMMANDS_PAGE = ROOT / "docs" / "reference" / "commands.md"
+_ROW = re.compile(r"^\| `(?P<name>[A-Z_]+)` \| (?P<second>[^|]+) \|", re.MULTILINE)
+DJANGO_OPTIONS = {"-h", "--help", "--version", "-v", "--verbosity", "--settings", "--pythonpath", "--traceback",
+                  "--no-color", "--force-color", "--skip-checks"}
+
+
+def _settings_tables() -> tuple[dict[str, str], set[str]]:
+    current, removed = SETTINGS_PAGE.read_text().split("## Removed settings")
+    return {m["name"]: m["second"].strip() for m in _ROW.finditer(current)}, {m["name"] for m in _ROW.finditer(removed)}
+
+
+def test_settings_page__lists_every_setting_with_its_default() -> None:
+    """Each setting of nexus_queues.conf.Settings has a row whose default is the code's default."""
+    documented, _ = _settings_tables()
+    code = {f.name for f in fields(Settings)}
+    assert not code - set(documented), f"settings missing from {SETTINGS_PAGE.name}: {sorted(code - set(documented))}"
+    assert not set(documented) - code, f"documented settings the code lacks: {sorted(set(documented) - code)}"
+    for f in fields(Settings):
+        shown = documented[f.name].strip("`")
+        assert eval(shown, {"timedelta": timedelta}) == f.default, f"{f.name}: page says {shown}, code {f.default!r}"
+
+
+def test_settings_page__removed_settings_are_gone() -> None:
+    """A setting listed as removed no longer exists (else the page must list it again)."""
+    _, removed = _settings_tables()
+    still_there = removed & {f.name for f in fields(Settings)}
+    assert removed and not still_there, f"listed as removed but still settings: {sorted(still_there)}"
+
+
+@pytest.mark.parametrize("command", ["nexus_worker", "nexus_dispatch", "nexus_api_token"])
+def test_commands_page__lists_every_option(command: str) -> None:
+    """Every option of each management command appears in its section of the commands page."""
+    section = COMMANDS_PAGE.read_text().split(f"## `{command}`", 1)[1].split("\n## ", 1)[0]
+    parser = load_command_class("nexus_queues", command).create_parser("manage.py", command)
+    for action in parser._actions:
+        options = set(action.option_strings) - DJANGO_OPTIONS
+        if options:
+            assert any(f"`{option}" in section for option in options), f"{command}: {options} not documented"
+        elif not action.option_strings:
+            assert action.dest in section or action.metavar, f"{command}: argument {action.dest} not documented"
+
+
+def test_readme__links_lead_to_files() -> None:
+    """The README's relative links name files of the repository."""
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    assert links
+    for link in links:
+        assert (ROOT / link).exists(), link
