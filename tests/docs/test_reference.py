@@ -62,3 +62,9 @@ def test_readme__links_lead_to_files() -> None:
     assert links
     for link in links:
         assert (ROOT / link).exists(), link
+
+
+def test_pages__hold_no_merge_placeholders() -> None:
+    """No page ships a TODO-MERGE placeholder (signal arguments, the bad-argument error's name)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    assert [page.name for page in pages if "TODO-MERGE" in page.read_text()] == []
