@@ -13,7 +13,7 @@ from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.engines import engine_for
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.worker.breaker import FIRST_BACKOFF
-from nexus_queues.worker.dispatch import Dispatcher, move_due, next_due
+from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
 from nexus_queues.worker.wakeups import Wakeups
 from tests.commands import files_fixture, kill_other_connections, manage_fixture, wait_until  # noqa: F401 - fixtures
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, table_missing, unreadable, write_raw
@@ -91,14 +91,14 @@ def test_dispatcher__step_moves_due_messages_and_sleeps_until_the_next():
 def test_dispatcher__step_at_a_later_now_moves_what_is_due_then():
     """The step is pure in ``now``: at a time an hour ahead, a message due in a minute moves, and the pause
     counts from that ``now`` to the next due message, capped by DISPATCH_MAX_SLEEP."""
-    enqueue(Greeting(name="in a minute"), at=at(60))
-    enqueue(Ping(n=1), at=at(3600 + 2))
     now = at(3600)
+    enqueue(Greeting(name="in a minute"), at=at(60))
+    enqueue(Ping(n=1), at=now + timedelta(seconds=2))
     with override_settings(NEXUS_QUEUES={"DISPATCH_MAX_SLEEP": timedelta(seconds=5)}):
         pause = Dispatcher().step(now)
     assert names(Greeting.queue_model.objects.pending()) == ["in a minute"]
     assert Ping.queue_model.objects.get().status == Status.SLEEPING
-    assert 1.9 < pause <= 2
+    assert pause == 2
     with override_settings(NEXUS_QUEUES={"DISPATCH_MAX_SLEEP": timedelta(seconds=1)}):
         assert Dispatcher().step(now) == 1
 
@@ -112,6 +112,16 @@ def test_dispatcher__a_full_batch_asks_for_no_pause():
     assert Greeting.queue_model.objects.pending().count() == 2
     assert dispatcher.step() > 0
     assert Greeting.queue_model.objects.pending().count() == 3
+
+
+@override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2})
+def test_dispatch_loop__burst_moves_everything_due_then_stops():
+    """In burst mode the loop steps while whole batches move, and returns once nothing more is due now."""
+    enqueue_many(GreetingFactory.build_batch(5), at=at(-1))
+    enqueue(Greeting(name="later"), at=at(3600))
+    DispatchLoop(burst=True, listen=False).run()
+    assert Greeting.queue_model.objects.pending().count() == 5
+    assert names(Greeting.queue_model.objects.sleeping()) == ["later"]
 
 
 @override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2})
