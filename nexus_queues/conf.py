@@ -64,29 +64,14 @@ class Settings:
     WORKER_MAX_BACKOFF: timedelta = timedelta(seconds=30)
     """The longest pause between reconnection attempts while the database is away."""
 
-    DISPATCH_STORE: str | None = None
-    """Dotted path of a :class:`~nexus_queues.dispatch.DelayedMessageStore`; default: the queue tables."""
-
     DISPATCH_BATCH_SIZE: int = 100
     """Due messages dispatched per transaction."""
 
     DISPATCH_MAX_SLEEP: timedelta = timedelta(seconds=1)
     """The longest the dispatch loop sleeps between looks (the fallback where no wake-up reaches it)."""
 
-    DISPATCH_NUMBER_OF_RETRIES: int = 0
-    """Retries of a message whose dispatch fails before it is set to Error."""
-
-    DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
-    """How long storing delayed messages may keep failing before the store circuit breaker triggers."""
-
     DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
     """How long one queue's dispatch step may keep failing before its circuit breaker triggers (one per queue)."""
-
-    DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
-    """How long dispatching due messages may keep failing before the dispatch circuit breaker triggers."""
-
-    DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND: int = 1
-    """Per-message failure counts recorded per second before the loop pauses (the recovery breaker)."""
 
     ADMIN: bool = True
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
@@ -97,9 +82,26 @@ class Settings:
 
 _NAMES = frozenset(f.name for f in fields(Settings))
 
+_REMOVED = {
+    "DISPATCH_STORE": "delayed messages wait as Sleeping rows of their queue table; use the signals of "
+    "nexus_queues.signals to act on messages",
+    "DISPATCH_NUMBER_OF_RETRIES": "making a due row Pending cannot fail for one message alone",
+    "DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER": "there is no delayed store any more",
+    "DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER": "each queue's dispatch step has one breaker, "
+    "DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER",
+    "DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND": "no per-message dispatch failures are counted any more",
+}
+"""Settings that were removed, and why: a project that still sets one is told so by name."""
+
 
 def _read(name: str) -> Any:
     user = getattr(django_settings, "NEXUS_QUEUES", {}) or {}
+    removed = sorted(set(user) & set(_REMOVED))
+    if removed:
+        raise ConfigurationError(
+            "Removed NEXUS_QUEUES setting(s), delete them from your settings: "
+            + "; ".join(f"{key} ({_REMOVED[key]})" for key in removed) + "."
+        )
     unknown = set(user) - _NAMES
     if unknown:
         raise ConfigurationError(

@@ -12,6 +12,7 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import signals
 from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
 from .exceptions import InvalidMessage, UnstorableValue
@@ -65,7 +66,9 @@ def enqueue(
     notify = start_processing or settings.NOTIFY
     if not message_class.has_identity:
         row_id = engine.insert_one(message_class.queue_model, row, notify=notify)
-        return EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
+        result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
+        signals.send(signals.enqueued, message_class, engine.alias, result=result)
+        return result
     idempotent = message_class.queue_options.idempotent
     model = message_class.queue_model
 
@@ -75,7 +78,9 @@ def enqueue(
             result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
             return _with_ids(engine, message_class, result) if return_ids else result
 
-    return retried(engine.alias, store)
+    result = retried(engine.alias, store)
+    signals.send(signals.enqueued, message_class, engine.alias, result=result)
+    return result
 
 
 def enqueue_many(
@@ -117,7 +122,9 @@ def enqueue_many(
             result = _upsert_many(engine, message_class, messages, rows, notify)
             return _with_ids(engine, message_class, result) if return_ids else result
 
-    return retried(engine.alias, store)
+    result = retried(engine.alias, store)
+    signals.send(signals.enqueued, message_class, engine.alias, result=result)
+    return result
 
 
 def _upsert_many(

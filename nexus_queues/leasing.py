@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from . import signals
 from .engines import engine_for
 from .exceptions import InvalidMessage
 from .messages import QueueMessage
@@ -39,7 +40,7 @@ def lease(
     message_class = registry.resolve(queue)
     now = now or timezone.now()
     engine = engine_for(message_class.queue_options.database)
-    return engine.claim(
+    items = engine.claim(
         message_class.queue_model,
         count,
         now=now,
@@ -47,6 +48,8 @@ def lease(
         correlation_id=correlation_id or uuid.uuid4().hex,
         run=run,
     )
+    signals.send_items(signals.leased, items)
+    return items
 
 
 def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
@@ -58,4 +61,7 @@ def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
 def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
     """Turn the queue's expired leases into Abandoned, in one statement; how many."""
     rows = message_class.queue_model.objects.using(message_class.queue_options.database)
-    return rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    count = rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    if count:
+        signals.send(signals.abandoned, message_class, message_class.queue_options.database, count=count, now=now)
+    return count

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import FieldError, ValidationError
 from django.utils import timezone
 
+from . import signals
 from .engines import Engine, engine_for
 from .exceptions import InvalidLookup, InvalidMessage
 from .failures import describe as _describe
@@ -47,14 +48,18 @@ def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -
         _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
         return changed
 
-    return _per_lease(items, "processed", complete)
+    items = list(items)
+    changed = _per_lease(items, "processed", complete)
+    signals.send_items(signals.processed, items, changed)
+    return changed
 
 
 def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
     """Error, keeping the exception's type, message and traceback."""
     now = now or timezone.now()
     error = _describe(exc)
-    return _fenced(
+    items = list(items)
+    changed = _fenced(
         items,
         "error",
         f"status = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, {_CLEAR_LEASE}",
@@ -66,6 +71,8 @@ def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime 
         updated_at=now,
         lease_expires_at=None,
     )
+    signals.send_items(signals.failed, items, changed, exc=exc)
+    return changed
 
 
 def reschedule(

@@ -85,7 +85,7 @@ class CircuitBreaker:
 
 
 class CircuitBreakers:
-    """One :class:`CircuitBreaker` per name (a queue, a part of a store), made on first use."""
+    """One :class:`CircuitBreaker` per name (a queue), made on first use."""
 
     def __init__(self, title: str, trigger_after: timedelta, max_backoff: timedelta) -> None:
         self.title, self.trigger_after, self.max_backoff = title, trigger_after, max_backoff
@@ -96,20 +96,3 @@ class CircuitBreakers:
             self._breakers[name] = CircuitBreaker(self.title.format(name), self.trigger_after, self.max_backoff)
         return self._breakers[name]
 
-
-class RateLimit:
-    """At most ``per_second`` events per second; :meth:`hit` says how long to pause before the next."""
-
-    def __init__(self, per_second: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.per_second = max(1, per_second)
-        self.clock = clock
-        self.window = -1.0
-        self.count = 0
-
-    def hit(self) -> float:
-        """Count one event; seconds to pause so the rate stays within the limit (0 when it does)."""
-        now = self.clock()
-        if now - self.window >= 1.0:
-            self.window, self.count = now, 0
-        self.count += 1
-        return max(0.0, self.window + 1.0 - now) if self.count > self.per_second else 0.0

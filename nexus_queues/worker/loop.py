@@ -83,8 +83,6 @@ class Worker:
         """Loop until :meth:`stop` (or, with ``burst``, until the queues are drained)."""
         queues = ", ".join(j.message_class.queue_name() for j in self.job_classes) or "no jobs"
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
-        if self.dispatcher is not None:
-            self.dispatcher.store.setup()
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         self.heartbeat.start()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job") if self.concurrency > 1 else None

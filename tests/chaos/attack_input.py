@@ -123,7 +123,7 @@ def main() -> None:
         print()
         print("afterwards, API list:", outcome(lambda: api.get(f"{QUEUE}/messages").status_code))
         print("afterwards, admin change list:", outcome(lambda: admin.get(ADMIN).status_code))
-        print("afterwards, a dispatch step:", outcome(lambda: f"moved {Dispatcher().dispatch_due(timezone.now())}"))
+        print("afterwards, a dispatch step:", outcome(lambda: f"moved {Dispatcher().move_batch(timezone.now())}"))
     finally:
         teardown_databases(databases, verbosity=0)
 

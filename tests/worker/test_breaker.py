@@ -1,11 +1,11 @@
-"""Circuit breakers and the recovery rate limit, on a fake clock; the worker's peek-delay warning; log filter."""
+"""Circuit breakers on a fake clock; the worker's peek-delay warning; log filter."""
 
 import logging
 from datetime import timedelta
 
 import pytest
 
-from nexus_queues.worker.breaker import CircuitBreaker, CircuitBreakers, RateLimit
+from nexus_queues.worker.breaker import CircuitBreaker, CircuitBreakers
 from nexus_queues.worker.logs import CorrelationIdFilter, correlation_id
 from nexus_queues.worker.loop import check_peek_delay
 
@@ -57,17 +57,6 @@ def test_circuit_breaker__waiting_is_what_is_left_of_the_pause():
     breaker.failure(OSError("down"))
     breaker.success()
     assert breaker.waiting() == 0
-
-
-def test_rate_limit__pauses_once_the_rate_is_exceeded():
-    """Within one second, events beyond the limit ask to wait until the second is over."""
-    clock = Clock()
-    limit = RateLimit(2, clock=clock)
-    assert [limit.hit(), limit.hit()] == [0.0, 0.0]
-    clock.now += 0.25
-    assert limit.hit() == 0.75
-    clock.now += 1
-    assert limit.hit() == 0.0
 
 
 def test_check_peek_delay__warns_outside_100_ms_to_10_s(caplog):

@@ -1,4 +1,4 @@
-"""Delayed dispatch: the built-in store on the queue tables, custom stores, retries, the loop as a process."""
+"""Delayed dispatch: due Sleeping rows become Pending queue by queue, the step's pause, the loop as a process."""
 
 import re
 import signal
@@ -9,9 +9,12 @@ from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
+from nexus_queues.conf import settings as nexus_settings
+from nexus_queues.engines import engine_for
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.worker.breaker import FIRST_BACKOFF
-from nexus_queues.worker.dispatch import DelayedMessage, DelayedMessageStore, Dispatcher, QueueTableStore, load_store
+from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
+from nexus_queues.worker.wakeups import Wakeups
 from tests.commands import files_fixture, kill_other_connections, manage_fixture, wait_until  # noqa: F401 - fixtures
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, table_missing, unreadable, write_raw
 from tests.factories import GreetingFactory
@@ -25,51 +28,54 @@ def at(seconds):
     return timezone.now() + timedelta(seconds=seconds)
 
 
-def test_queue_table_store__fetches_due_messages_oldest_first():
-    """Only due Sleeping rows come back, the earliest first, at most ``limit``."""
+def names(rows):
+    return [row.message.name for row in rows]
+
+
+def test_move_due__moves_due_messages_earliest_first_up_to_the_limit():
+    """Only due Sleeping rows of the queue move, the earliest due first, at most ``limit``; others stay."""
     enqueue(Greeting(name="late"), at=at(-1))
     enqueue(Greeting(name="early"), at=at(-5))
     enqueue(Greeting(name="future"), at=at(3600))
     enqueue(Ping(n=1), at=at(-3))
-    store = QueueTableStore()
-    with store.transaction():
-        due = store.fetch_next_due(timezone.now(), 2)
-    assert [(d.queue, d.failures) for d in due] == [("greetings", 0), ("pings", 0)]
-    assert Greeting.queue_model.objects.get(pk=due[0].key).message.name == "early"
+    assert move_due(Greeting, timezone.now(), 1) == 1
+    assert names(Greeting.queue_model.objects.pending()) == ["early"]
+    assert move_due(Greeting, timezone.now(), 10) == 1
+    assert names(Greeting.queue_model.objects.sleeping()) == ["future"]
+    assert Ping.queue_model.objects.get().status == Status.SLEEPING
 
 
-def test_queue_table_store__remove_makes_the_message_pending_once():
-    """Removing a due message from the sleeping set makes it Pending; a second remove finds nothing."""
+def test_move_due__moves_only_sleeping_rows():
+    """A row that left Sleeping (made Pending, Error, a custom status) is never moved, whatever its time."""
     enqueue(Greeting(name="x"), at=at(-1))
-    store = QueueTableStore()
-    with store.transaction():
-        [due] = store.fetch_next_due(timezone.now(), 10)
-        assert store.remove(due) is True
-        assert store.remove(due) is False
-    assert Greeting.queue_model.objects.get().status == Status.PENDING
+    Greeting.queue_model.objects.update(status="Paused")
+    assert move_due(Greeting, timezone.now(), 10) == 0
+    assert Greeting.queue_model.objects.get().status == "Paused"
 
 
-def test_queue_table_store__counts_failures_in_the_headers():
-    """increment_failure_count keeps the count on the row; False once the message is gone."""
+def test_move_due__wakes_the_queues_workers():
+    """Moving due messages wakes the loops that listen for the queue once the move commits."""
+    if not engine_for("default").can_listen:
+        pytest.skip("no wake-up transport on this host")
     enqueue(Greeting(name="x"), at=at(-1))
-    store = QueueTableStore()
-    with store.transaction():
-        [due] = store.fetch_next_due(timezone.now(), 1)
-    assert store.increment_failure_count(due) is True
-    with store.transaction():
-        assert store.fetch_next_due(timezone.now(), 1)[0].failures == 1
-    Greeting.queue_model.objects.update(status=Status.PENDING)
-    assert store.increment_failure_count(due) is False
+    wakeups = Wakeups(["default"], listen=True)
+    wakeups.connect()
+    try:
+        wakeups.wait(0)  # the enqueue's own wake-up, if any
+        move_due(Greeting, timezone.now(), 10)
+        assert "greetings" in wakeups.wait(10)
+    finally:
+        wakeups.close()
 
 
-def test_queue_table_store__next_is_the_earliest_due_time():
-    """next() is the earliest process-at over every queue, None when nothing sleeps."""
-    store = QueueTableStore()
-    assert store.next() is None
+def test_next_due__is_the_earliest_due_time_of_the_queue():
+    """next_due() is the earliest process-at of the queue's Sleeping rows, None when none sleeps."""
+    assert next_due(Greeting) is None
     soon, later = at(60), at(600)
-    enqueue(Ping(n=1), at=later)
-    enqueue(Greeting(name="x"), at=soon)
-    assert store.next() == soon
+    enqueue(Greeting(name="later"), at=later)
+    enqueue(Greeting(name="soon"), at=soon)
+    enqueue(Ping(n=1), at=at(1))
+    assert next_due(Greeting) == soon
 
 
 def test_dispatcher__step_moves_due_messages_and_sleeps_until_the_next():
@@ -80,6 +86,52 @@ def test_dispatcher__step_moves_due_messages_and_sleeps_until_the_next():
         pause = Dispatcher().step()
     assert Greeting.queue_model.objects.pending().count() == 3
     assert 0 < pause <= 0.5
+
+
+def test_dispatcher__step_at_a_later_now_moves_what_is_due_then():
+    """The step is pure in ``now``: at a time an hour ahead, a message due in a minute moves, and the pause
+    counts from that ``now`` to the next due message, capped by DISPATCH_MAX_SLEEP."""
+    now = at(3600)
+    enqueue(Greeting(name="in a minute"), at=at(60))
+    enqueue(Ping(n=1), at=now + timedelta(seconds=2))
+    with override_settings(NEXUS_QUEUES={"DISPATCH_MAX_SLEEP": timedelta(seconds=5)}):
+        pause = Dispatcher().step(now)
+    assert names(Greeting.queue_model.objects.pending()) == ["in a minute"]
+    assert Ping.queue_model.objects.get().status == Status.SLEEPING
+    assert pause == 2
+    with override_settings(NEXUS_QUEUES={"DISPATCH_MAX_SLEEP": timedelta(seconds=1)}):
+        assert Dispatcher().step(now) == 1
+
+
+@override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2})
+def test_dispatcher__a_full_batch_asks_for_no_pause():
+    """A queue that had a whole batch due may have more: the step asks to run again at once."""
+    enqueue_many(GreetingFactory.build_batch(3), at=at(-1))
+    dispatcher = Dispatcher()
+    assert dispatcher.step() == 0
+    assert Greeting.queue_model.objects.pending().count() == 2
+    assert dispatcher.step() > 0
+    assert Greeting.queue_model.objects.pending().count() == 3
+
+
+@override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2})
+def test_dispatch_loop__burst_moves_everything_due_then_stops():
+    """In burst mode the loop steps while whole batches move, and returns once nothing more is due now."""
+    enqueue_many(GreetingFactory.build_batch(5), at=at(-1))
+    enqueue(Greeting(name="later"), at=at(3600))
+    DispatchLoop(burst=True, listen=False).run()
+    assert Greeting.queue_model.objects.pending().count() == 5
+    assert names(Greeting.queue_model.objects.sleeping()) == ["later"]
+
+
+@override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2})
+def test_dispatcher__move_batch_moves_a_batch_per_queue():
+    """move_batch makes up to DISPATCH_BATCH_SIZE due messages Pending in each queue; how many in all."""
+    enqueue_many(GreetingFactory.build_batch(3), at=at(-1))
+    enqueue(Ping(n=1), at=at(-1))
+    assert Dispatcher().move_batch(timezone.now()) == 3
+    assert Greeting.queue_model.objects.pending().count() == 2
+    assert Ping.queue_model.objects.pending().count() == 1
 
 
 @pytest.mark.parametrize("times", [UNREADABLE_PAST, UNREADABLE_FUTURE], ids=["past", "future"])
@@ -118,86 +170,14 @@ def test_dispatcher__a_queue_that_fails_backs_off_alone(caplog):
     wait_until(retried, "the queue retried once its table is back")
 
 
-class FailingStore(QueueTableStore):
-    """Dispatch always fails (a destination that refuses)."""
-
-    def dispatch(self, delayed):
-        raise ConnectionRefusedError("destination down")
-
-
-@override_settings(NEXUS_QUEUES={"DISPATCH_NUMBER_OF_RETRIES": 2, "DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND": 100})
-def test_dispatcher__retries_then_error():
-    """A message that keeps failing dispatch is retried NUMBER_OF_RETRIES times, then set to Error."""
-    enqueue(Greeting(name="x"), at=at(-1))
-    dispatcher = Dispatcher(FailingStore())
-    for _ in range(2):
-        dispatcher.dispatch_due(timezone.now())
-        assert Greeting.queue_model.objects.get().status == Status.SLEEPING
-    dispatcher.dispatch_due(timezone.now())
-    item = Greeting.queue_model.objects.get()
-    assert (item.status, item.error_type) == (Status.ERROR, "builtins.ConnectionRefusedError")
-    assert "destination down" in item.error_traceback
-    assert item.headers["nexus.dispatch_failures"] == 2
-
-
-class UnstorableFailureStore(QueueTableStore):
-    """Dispatch fails with text PostgreSQL refuses (NUL) and no engine encodes (a lone surrogate)."""
-
-    def dispatch(self, delayed):
-        raise ConnectionRefusedError("destination\x00down \udc80")
-
-
-def test_dispatcher__a_failure_no_database_stores_as_is_still_sets_error():
-    """Giving up on a message whose dispatch failed stores the failure escaped; the message is not stuck."""
-    enqueue(Greeting(name="x"), at=at(-1))
-    Dispatcher(UnstorableFailureStore()).dispatch_due(timezone.now())
-    item = Greeting.queue_model.objects.get()
-    assert (item.status, item.error_message) == (Status.ERROR, "destination\\x00down \\udc80")
-    assert item.error_traceback.endswith("ConnectionRefusedError: destination\\x00down \\udc80\n")
-
-
-class MemoryStore(DelayedMessageStore):
-    """A custom store keeping delayed messages in a list."""
-
-    kept: list[DelayedMessage] = []
-
-    def store(self, message, at):
-        self.kept.append(DelayedMessage(message.queue_name(), len(self.kept), at, message=message))
-
-    def fetch_next_due(self, at, limit):
-        return sorted((d for d in self.kept if d.due_at <= at), key=lambda d: d.due_at)[:limit]
-
-    def remove(self, delayed):
-        if delayed in self.kept:
-            self.kept.remove(delayed)
-            return True
-        return False
-
-    def increment_failure_count(self, delayed):
-        delayed.failures += 1
-        return delayed in self.kept
-
-    def next(self):
-        return min((d.due_at for d in self.kept), default=None)
-
-
-@override_settings(NEXUS_QUEUES={"DISPATCH_STORE": "tests.worker.test_dispatch.MemoryStore"})
-def test_dispatcher__custom_store_delivers_into_the_queue():
-    """A store named in DISPATCH_STORE is used: due messages are enqueued Pending and removed from it."""
-    MemoryStore.kept = []
-    dispatcher = Dispatcher()
-    dispatcher.store_message(Greeting(name="from memory"), at(-1))
-    dispatcher.store_message(Greeting(name="not yet"), at(3600))
-    assert dispatcher.dispatch_due(timezone.now()) == 1
-    assert Greeting.queue_model.objects.pending().get().message.name == "from memory"
-    assert [d.message.name for d in MemoryStore.kept] == ["not yet"]
-
-
-@override_settings(NEXUS_QUEUES={"DISPATCH_STORE": "tests.worker.test_dispatch.at"})
-def test_load_store__refuses_what_is_not_a_store():
-    """DISPATCH_STORE must name a DelayedMessageStore subclass."""
-    with pytest.raises((ConfigurationError, TypeError)):
-        load_store()
+@pytest.mark.parametrize("key", [
+    "DISPATCH_STORE", "DISPATCH_NUMBER_OF_RETRIES", "DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER",
+    "DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER", "DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND",
+])
+def test_removed_dispatch_setting__is_refused_by_name(key):
+    """A project that still sets a removed dispatch setting is told which one, and that it was removed."""
+    with override_settings(NEXUS_QUEUES={key: None}), pytest.raises(ConfigurationError, match=f"Removed .*{key}"):
+        _ = nexus_settings.DISPATCH_BATCH_SIZE
 
 
 def test_nexus_dispatch__makes_a_scheduled_message_pending_at_its_time(manage):
