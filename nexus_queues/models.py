@@ -134,6 +134,14 @@ class PartialIndex(models.Index):
         return models.Index.create_sql(index, model, schema_editor, using, **kwargs)
 
 
+class QueueSettingsQuerySet(models.QuerySet):
+    """Queues' run-time settings rows."""
+
+    def processing_enabled(self) -> bool:
+        """Is processing on? True unless a row says otherwise."""
+        return self.values_list("processing_enabled", flat=True).first() is not False
+
+
 class QueueSettings(models.Model):
     """A queue's settings that operators change at run time."""
 
@@ -141,6 +149,8 @@ class QueueSettings(models.Model):
     default_status = models.CharField(max_length=MAX_STATUS_LENGTH, default=Status.PENDING.value)
     processing_enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = QueueSettingsQuerySet.as_manager()
 
     class Meta:
         db_table = "nexus_queue_settings"
