@@ -1,30 +1,11 @@
 """The admin reads a queue's job runs from the queue's database, where the worker writes them."""
 
 import pytest
-from django.apps import apps
 from django.contrib.admin import site
 from django.utils import timezone
 
-from nexus_queues import QueueMessage
 from nexus_queues.admin import QueueItemAdmin
 from nexus_queues.models import JobRun
-from nexus_queues.registry import registry
-
-
-@pytest.fixture
-def elsewhere():
-    """A queue kept in the ``queues`` database (the same engine under a second alias)."""
-    before = set(apps.all_models["testapp"])
-
-    class Elsewhere(QueueMessage, queue="elsewhere", database="queues"):
-        __module__ = "tests.testapp.scratch"
-        text: str
-
-    yield Elsewhere
-    for model_name in set(apps.all_models["testapp"]) - before:
-        apps.all_models["testapp"].pop(model_name)
-    registry.unregister("elsewhere")
-    apps.clear_cache()
 
 
 @pytest.mark.django_db(databases=["default", "queues"])
