@@ -192,10 +192,11 @@ class QueueMessage(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             row_id = getattr(queue_item, "pk", None)
-            raise MessageDoesNotFit(cls.queue_name(), row_id, _summary(exc)) from exc
+            raise MessageDoesNotFit(cls.queue_name(), row_id, validation_summary(exc)) from exc
 
 
-def _summary(exc: ValidationError) -> str:
+def validation_summary(exc: ValidationError) -> str:
+    """A one-line account of pydantic validation errors, each naming its field."""
     return "; ".join(
         f"{'.'.join(str(p) for p in err['loc']) or '(message)'}: {err['msg']}" for err in exc.errors()
     )
@@ -227,8 +228,3 @@ def message_id_of(message: QueueMessage) -> str | None:
     if problem:
         raise UnstorableValue(f"{type(message).__qualname__}.message_id", problem)
     return value
-
-
-def validation_summary(exc: ValidationError) -> str:
-    """A one-line account of pydantic validation errors, each naming its field."""
-    return _summary(exc)
