@@ -22,10 +22,11 @@ class Settings:
     """Dotted path of ``callable(message_class) -> message``; overrides ``get_example_message``."""
 
     NOTIFY: bool = True
-    """Send a PostgreSQL NOTIFY per enqueue call, so idle workers wake at once."""
+    """Wake idle workers at once after each enqueue call: a NOTIFY on PostgreSQL, elsewhere a wake-up sent to
+    the workers on this host (others find the messages at their next peek)."""
 
     NOTIFY_CHANNEL: str = "nexus_queues"
-    """The LISTEN/NOTIFY channel name."""
+    """The PostgreSQL LISTEN/NOTIFY channel name."""
 
     PREPARED_STATEMENTS: bool = True
     """On PostgreSQL, prepare the hot statements (enqueue, lease, acknowledge) once per connection;
@@ -50,7 +51,8 @@ class Settings:
     """Messages a worker process runs at once (threads), unless ``--concurrency`` says otherwise."""
 
     WORKER_LISTEN: bool = True
-    """Wake idle workers and dispatchers by PostgreSQL LISTEN/NOTIFY; turn off behind a transaction-pooling proxy."""
+    """Let idle workers and dispatchers be woken: PostgreSQL LISTEN, elsewhere a socket that hears this host's
+    enqueues; turn off behind a transaction-pooling proxy (PostgreSQL) to rely on peeking alone."""
 
     WORKER_HOUSEKEEPING_INTERVAL: timedelta = timedelta(seconds=30)
     """How often a worker abandons expired leases, purges old Processed rows and drops expired messages."""

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from . import local_wakeups
 from .conf import settings
+from .exceptions import ConfigurationError
 from .quarantine import UNREADABLE, quarantine, read_around
 from .status import Status
 
@@ -749,8 +750,6 @@ def engine_for(alias: str) -> Engine:
     try:
         return _ENGINES[connection.vendor](connection)
     except KeyError:
-        from .exceptions import ConfigurationError
-
         raise ConfigurationError(
             f"Database {alias!r} uses {connection.vendor}; nexus_queues supports PostgreSQL, MariaDB/MySQL and SQLite."
         ) from None

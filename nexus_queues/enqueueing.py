@@ -15,7 +15,7 @@ from django.utils import timezone
 from . import signals
 from .conf import settings
 from .engines import STATUS_INDEX, Engine, engine_for
-from .exceptions import InvalidMessage, UnstorableValue
+from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .retries import retried
@@ -176,23 +176,23 @@ def _placement(
     headers: Mapping[str, Any] | None,
 ) -> _Placement:
     if at is not None and delay is not None:
-        raise InvalidMessage("Give at or delay, not both.")
+        raise InvalidArgument("Give at or delay, not both.")
     if delay is not None:
         if not isinstance(delay, timedelta) or delay < timedelta(0):
-            raise InvalidMessage(f"delay must be a non-negative timedelta, got {delay!r}.")
+            raise InvalidArgument(f"delay must be a non-negative timedelta, got {delay!r}.")
         at = after(timezone.now(), delay)
     for name, value in (("at", at), ("expires_at", expires_at)):
         _check_datetime(name, value)
     if at is not None and status is not None:
-        raise InvalidMessage("A scheduled message is Sleeping until its time: give status or at/delay, not both.")
+        raise InvalidArgument("A scheduled message is Sleeping until its time: give status or at/delay, not both.")
     if status is not None:
         status = validate_settable_status(status)
     if headers is not None and not isinstance(headers, Mapping):
-        raise InvalidMessage(f"headers must be a mapping, got {type(headers).__name__}.")
+        raise InvalidArgument(f"headers must be a mapping, got {type(headers).__name__}.")
     try:
         headers_json = canonical_json(dict(headers or {}), "headers")
     except TypeError as exc:
-        raise InvalidMessage(f"headers must be JSON-serializable: {exc}") from exc
+        raise InvalidArgument(f"headers must be JSON-serializable: {exc}") from exc
     return _Placement(
         status=Status.SLEEPING if at is not None else status, process_at=at, expires_at=expires_at, headers=headers_json
     )
@@ -202,9 +202,9 @@ def _check_datetime(name: str, value: datetime | None) -> None:
     if value is None:
         return
     if not isinstance(value, datetime):
-        raise InvalidMessage(f"{name} must be a datetime, got {type(value).__name__}.")
+        raise InvalidArgument(f"{name} must be a datetime, got {type(value).__name__}.")
     if django_settings.USE_TZ and timezone.is_naive(value):
-        raise InvalidMessage(f"{name} must be timezone-aware (USE_TZ is on).")
+        raise InvalidArgument(f"{name} must be timezone-aware (USE_TZ is on).")
     check_datetime(name, value)
 
 

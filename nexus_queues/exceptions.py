@@ -25,6 +25,10 @@ class InvalidStatus(NexusQueuesError, ValueError):
     """A status is not a valid built-in or custom status."""
 
 
+class InvalidArgument(NexusQueuesError, ValueError):
+    """An argument is out of range or of the wrong type (``count``, ``lease_time``, ``delay``, ``at``, ``headers``)."""
+
+
 class InvalidMessage(NexusQueuesError, ValueError):
     """A message cannot be enqueued as given (wrong type, missing id, mixed queues)."""
 

@@ -68,7 +68,7 @@ def queue_state(
     Pending threshold), and the wait is that of the message first in line, not a scan of every Pending row."""
     now = now or timezone.now()
     options = message_class.queue_options
-    rows = message_class.queue_model.objects.using(options.database)
+    rows = message_class.queue_items()
     pending = rows.pending()
     first_in_line = pending.order_by("id").values_list("updated_at", flat=True).first()
     return QueueState(

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from . import signals
 from .engines import engine_for
-from .exceptions import InvalidMessage
+from .exceptions import InvalidArgument
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
 from .registry import registry
@@ -34,9 +34,9 @@ def lease(
     given, is recorded in the same transaction if anything was leased (the worker's runs are).
     """
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise InvalidMessage(f"count must be a positive integer, got {count!r}.")
+        raise InvalidArgument(f"count must be a positive integer, got {count!r}.")
     if not isinstance(lease_time, timedelta) or lease_time <= timedelta(0):
-        raise InvalidMessage(f"lease_time must be a positive timedelta, got {lease_time!r}.")
+        raise InvalidArgument(f"lease_time must be a positive timedelta, got {lease_time!r}.")
     message_class = registry.resolve(queue)
     now = now or timezone.now()
     engine = engine_for(message_class.queue_options.database)

@@ -8,14 +8,15 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django.db import connections
+from django.db.models import QuerySet
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit, UnstorableValue
+from .models import JobRun, QueueItem, QueueItemQuerySet, QueueSettings, QueueSettingsQuerySet, create_queue_model
+from .registry import registry
 from .serialization import unstorable_text
 from .status import Status, validate_status
-
-if TYPE_CHECKING:
-    from .models import QueueItem, QueueItemQuerySet
 
 QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_MESSAGE_ID_LENGTH = 255
@@ -65,8 +66,6 @@ def queue_name_from_class(class_name: str) -> str:
 
 
 def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
-    from django.db import connections
-
     unknown = set(kwargs) - _OPTION_NAMES
     if unknown:
         raise ConfigurationError(f"{cls.__qualname__}: unknown queue option(s) {', '.join(sorted(unknown))}.")
@@ -159,9 +158,6 @@ class QueueMessage(BaseModel):
                 f"{cls.__qualname__}: a QueueMessageWithId needs a message_id property or field."
             )
         cls.queue_options = _options(cls, cls.has_identity, **kwargs)
-        from .models import create_queue_model
-        from .registry import registry
-
         registry.register(cls)
         try:
             cls.queue_model = create_queue_model(cls)
@@ -180,23 +176,27 @@ class QueueMessage(BaseModel):
         return cls.queue_model.objects.using(cls.queue_options.database)
 
     @classmethod
+    def queue_settings(cls) -> QueueSettingsQuerySet:
+        """The queue's run-time settings row (none until an operator changes one), on the queue's database."""
+        return QueueSettings.objects.using(cls.queue_options.database).filter(queue=cls.queue_name())
+
+    @classmethod
+    def job_runs(cls) -> QuerySet[JobRun]:
+        """The runs of the queue's jobs, on the queue's database, where the worker records them."""
+        return JobRun.objects.using(cls.queue_options.database).filter(queue=cls.queue_name())
+
+    @classmethod
     def from_stored(cls, data: Any, *, queue_item: Any = None) -> QueueMessage:
         """Validate stored JSON data; raise :class:`MessageDoesNotFit` naming the row if it fails."""
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             row_id = getattr(queue_item, "pk", None)
-            raise MessageDoesNotFit(cls.queue_name(), row_id, _summary(exc)) from exc
-
-    @classmethod
-    def example(cls) -> QueueMessage:
-        """The example message shown in the admin's enqueue form."""
-        from .examples import example_message
-
-        return example_message(cls)
+            raise MessageDoesNotFit(cls.queue_name(), row_id, validation_summary(exc)) from exc
 
 
-def _summary(exc: ValidationError) -> str:
+def validation_summary(exc: ValidationError) -> str:
+    """A one-line account of pydantic validation errors, each naming its field."""
     return "; ".join(
         f"{'.'.join(str(p) for p in err['loc']) or '(message)'}: {err['msg']}" for err in exc.errors()
     )
@@ -228,8 +228,3 @@ def message_id_of(message: QueueMessage) -> str | None:
     if problem:
         raise UnstorableValue(f"{type(message).__qualname__}.message_id", problem)
     return value
-
-
-def validation_summary(exc: ValidationError) -> str:
-    """A one-line account of pydantic validation errors, each naming its field."""
-    return _summary(exc)

@@ -12,6 +12,7 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
+from . import updates
 from .exceptions import ConfigurationError
 from .fields import MessageField
 from .status import MAX_STATUS_LENGTH, Status
@@ -92,27 +93,19 @@ class QueueItem(models.Model):
 
         Returns False, changing nothing, when this worker's lease was lost.
         """
-        from .updates import mark_processed
-
-        return bool(mark_processed([self]))
+        return bool(updates.mark_processed([self]))
 
     def mark_error(self, exc: BaseException) -> bool:
         """Error, keeping the exception's type, message and traceback."""
-        from .updates import mark_error
-
-        return bool(mark_error([self], exc))
+        return bool(updates.mark_error([self], exc))
 
     def reschedule(self, at: datetime) -> bool:
         """Sleeping until ``at``, when the dispatch loop makes it Pending again."""
-        from .updates import reschedule
-
-        return bool(reschedule([self], at))
+        return bool(updates.reschedule([self], at))
 
     def set_status(self, status: str) -> bool:
         """Any status but Leased and Sleeping, e.g. a custom one that hides it from workers."""
-        from .updates import set_status
-
-        return bool(set_status([self], status))
+        return bool(updates.set_status([self], status))
 
 
 class PartialIndex(models.Index):
@@ -134,6 +127,14 @@ class PartialIndex(models.Index):
         return models.Index.create_sql(index, model, schema_editor, using, **kwargs)
 
 
+class QueueSettingsQuerySet(models.QuerySet):
+    """Queues' run-time settings rows."""
+
+    def processing_enabled(self) -> bool:
+        """Is processing on? True unless a row says otherwise."""
+        return self.values_list("processing_enabled", flat=True).first() is not False
+
+
 class QueueSettings(models.Model):
     """A queue's settings that operators change at run time."""
 
@@ -141,6 +142,8 @@ class QueueSettings(models.Model):
     default_status = models.CharField(max_length=MAX_STATUS_LENGTH, default=Status.PENDING.value)
     processing_enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = QueueSettingsQuerySet.as_manager()
 
     class Meta:
         db_table = "nexus_queue_settings"

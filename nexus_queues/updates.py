@@ -6,21 +6,23 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import FieldError, ValidationError
 from django.utils import timezone
 
 from . import signals
 from .engines import Engine, engine_for
-from .exceptions import InvalidLookup, InvalidMessage
+from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .failures import describe as _describe
 from .limits import check_datetime
-from .messages import QueueMessage
-from .models import QueueItem, QueueSettings
 from .registry import registry
 from .retries import retried
 from .status import Status, validate_settable_status
+
+if TYPE_CHECKING:
+    from .messages import QueueMessage
+    from .models import QueueItem
 
 logger = logging.getLogger("nexus_queues")
 
@@ -170,7 +172,7 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
     """The status new messages of the queue get, stored in the database (e.g. ``Paused``)."""
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
-    QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
+    message_class.queue_settings().update_or_create(
         queue=message_class.queue_name(), defaults={"default_status": status}
     )
 
@@ -179,7 +181,7 @@ def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> No
     """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay."""
     message_class = registry.resolve(queue)
     # A new settings row must keep the queue's current default status, not the column's "Pending".
-    QueueSettings.objects.using(message_class.queue_options.database).update_or_create(
+    message_class.queue_settings().update_or_create(
         queue=message_class.queue_name(),
         defaults={"processing_enabled": bool(enabled)},
         create_defaults={"processing_enabled": bool(enabled), "default_status": default_status(message_class)},
@@ -207,7 +209,7 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
 
 def _check_at(function: str, at: datetime) -> None:
     if not isinstance(at, datetime):
-        raise InvalidMessage(f"{function} needs a datetime, got {type(at).__name__}.")
+        raise InvalidArgument(f"{function} needs a datetime, got {type(at).__name__}.")
     check_datetime("at", at)
 
 

@@ -9,7 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.db import connection
+
+from nexus_queues.messages import QueueMessage
+from nexus_queues.registry import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,3 +74,19 @@ def run_python(child_env: dict[str, str]) -> Iterator[object]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[type[QueueMessage]]:
+    """A queue kept in the ``queues`` database (the same test database under a second alias)."""
+    before = set(apps.all_models["testapp"])
+
+    class Elsewhere(QueueMessage, queue="elsewhere", database="queues"):
+        __module__ = "tests.testapp.scratch"
+        text: str
+
+    yield Elsewhere
+    for model_name in set(apps.all_models["testapp"]) - before:
+        apps.all_models["testapp"].pop(model_name)
+    registry.unregister("elsewhere")
+    apps.clear_cache()

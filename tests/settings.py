@@ -62,3 +62,6 @@ if os.environ.get("NEXUS_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]
 
 NEXUS_QUEUES = {"MODULES": ["tests.testapp.more_queues"]}
+# A second alias on the same database, for queues that name another one (``database="queues"``):
+# Django sets it up as a mirror of the default test database.
+DATABASES["queues"] = {**DATABASES["default"]}

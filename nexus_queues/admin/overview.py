@@ -10,7 +10,6 @@ from django.db.models import Min, QuerySet
 from ..counting import count_up_to
 from ..health import QueueHealth, queue_health
 from ..messages import QueueMessage
-from ..models import QueueSettings
 from ..status import Status
 from ..updates import default_status
 
@@ -42,15 +41,14 @@ class QueueOverview:
 def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOverview:
     """Counts per status (each counted up to ``limit``), health, oldest Pending message and settings."""
     options = message_class.queue_options
-    rows = message_class.queue_model.objects.using(options.database)
+    rows = message_class.queue_items()
     counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
     oldest = rows.filter(status=Status.PENDING).order_by("id").values("created_at", "updated_at").first()
-    stored = QueueSettings.objects.using(options.database).filter(queue=message_class.queue_name()).first()
     return QueueOverview(
         counts=counts,
         health=queue_health(message_class, limit=limit) if options.health_check else None,
         oldest_pending_at=oldest["created_at"] if oldest else None,
         default_status=default_status(message_class),
-        processing_enabled=stored.processing_enabled if stored else True,
+        processing_enabled=message_class.queue_settings().processing_enabled(),
     )
 

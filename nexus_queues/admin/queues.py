@@ -17,12 +17,13 @@ from django.utils.text import Truncator
 
 from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError
-from ..models import JobRun, QueueItem
+from ..models import QueueItem
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status, set_processing_enabled
 from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
+from .examples import example_message
 from .filters import HasErrorFilter, StatusFilter
 from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm, RowMoved, version_lookups
 from .overview import queue_overview
@@ -111,7 +112,8 @@ class QueueItemAdmin(admin.ModelAdmin):
 
     @admin.display(description="job run")
     def job_run(self, item: QueueItem) -> str:
-        run = JobRun.objects.filter(correlation_id=item.correlation_id).first() if item.correlation_id else None
+        runs = item.message_class.job_runs()
+        run = runs.filter(correlation_id=item.correlation_id).first() if item.correlation_id else None
         if run is None:
             return "-"
         url = reverse(f"{self.admin_site.name}:nexus_queues_jobrun_change", args=[run.pk])
@@ -217,7 +219,7 @@ class QueueItemAdmin(admin.ModelAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         message_class = self.model.message_class
-        form = EnqueueForm(message_class, request.POST or None, initial={"message": message_class.example()})
+        form = EnqueueForm(message_class, request.POST or None, initial={"message": example_message(message_class)})
         if request.method == "POST" and form.is_valid():
             stored = self._enqueue(request, form)
             if stored:

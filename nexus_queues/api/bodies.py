@@ -9,8 +9,12 @@ from django.http import HttpRequest
 from ninja.parser import Parser
 
 from ..conf import settings
+from ..exceptions import NexusQueuesError
 from ..json_input import loads
-from .errors import BodyTooLarge
+
+
+class BodyTooLarge(NexusQueuesError):
+    """The request body is larger than the API reads."""
 
 
 def body_limit() -> int:

@@ -11,15 +11,12 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from pydantic import ValidationError as PydanticValidationError
 
-from ..exceptions import InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit, NexusQueuesError
+from ..exceptions import InvalidArgument, InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit
 from ..json_input import MalformedJSON
+from .bodies import BodyTooLarge, body_limit
 
 CHALLENGES = 'Bearer realm="nexus_queues", Basic realm="nexus_queues", charset="UTF-8"'
 """The ``WWW-Authenticate`` of every 401: the schemes the API takes (sessions have none to name)."""
-
-
-class BodyTooLarge(NexusQueuesError):
-    """The request body is larger than the API reads."""
 
 
 def field_error(loc: list[str | int], msg: str) -> ValidationError:
@@ -41,7 +38,7 @@ def install(api: NinjaAPI) -> None:
     api.add_exception_handler(RequestDataTooBig, partial(_too_large, api))
     api.add_exception_handler(BodyTooLarge, partial(_too_large, api))
     api.add_exception_handler(MalformedJSON, partial(_malformed, api))
-    for exc_class in (InvalidMessage, InvalidStatus, InvalidLookup, MessageDoesNotFit):
+    for exc_class in (InvalidArgument, InvalidMessage, InvalidStatus, InvalidLookup, MessageDoesNotFit):
         api.add_exception_handler(exc_class, partial(_unprocessable, api))
 
 
@@ -66,8 +63,6 @@ def _malformed(api: NinjaAPI, request: HttpRequest, exc: MalformedJSON) -> HttpR
 
 
 def _too_large(api: NinjaAPI, request: HttpRequest, exc: Exception) -> HttpResponse:
-    from .bodies import body_limit
-
     return _detail(api, request, 413, f"Request body too large: the limit is {body_limit()} bytes.")
 
 

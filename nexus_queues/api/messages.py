@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.errors import HttpError
@@ -42,7 +41,7 @@ def list_messages(
     if status is not None:
         _check(["query", "status"], validate_status, status)
     lookups = _check(["query", "filter"], lambda text: message_lookups(_json_object(text)), filter or "{}")
-    rows = _rows(message_class).filter(**lookups, id__gt=cursor)
+    rows = message_class.queue_items().filter(**lookups, id__gt=cursor)
     if status is not None:
         rows = rows.filter(status=status)
     items = list(rows.order_by("id").values(*FIELDS)[: limit + 1])
@@ -79,12 +78,8 @@ def set_status(request: HttpRequest, name: str, change: schemas.StatusChange) ->
     return {"changed": update_status(message_class, change.status, **lookups)}
 
 
-def _rows(message_class: type[QueueMessage]) -> QuerySet[Any]:
-    return message_class.queue_model.objects.using(message_class.queue_options.database)
-
-
 def _one(message_class: type[QueueMessage], pk: int) -> dict[str, Any]:
-    item = _rows(message_class).filter(pk=pk).values(*FIELDS).first()
+    item = message_class.queue_items().filter(pk=pk).values(*FIELDS).first()
     if item is None:
         raise _no_message(message_class, pk)
     return item

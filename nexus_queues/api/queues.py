@@ -13,7 +13,6 @@ from pydantic import ValidationError as PydanticValidationError
 from ..enqueueing import EnqueueResult, enqueue, enqueue_many
 from ..health import queue_health
 from ..messages import QueueMessage, message_id_of
-from ..models import QueueSettings as QueueSettingsRow
 from ..registry import registry
 from ..status import Status as MessageStatus
 from ..updates import default_status, set_default_status, set_processing_enabled
@@ -112,7 +111,7 @@ def _placed(messages: list[QueueMessage], result: EnqueueResult) -> dict[str, An
 
 def _queue(message_class: type[QueueMessage]) -> dict[str, Any]:
     options = message_class.queue_options
-    rows = message_class.queue_model.objects.using(options.database)
+    rows = message_class.queue_items()
     counts = {status.value: 0 for status in MessageStatus}
     counts.update(rows.order_by().values_list("status").annotate(n=Count("id")))
     health = queue_health(message_class)
@@ -124,8 +123,7 @@ def _queue(message_class: type[QueueMessage]) -> dict[str, Any]:
 
 
 def _settings(message_class: type[QueueMessage]) -> dict[str, Any]:
-    rows = QueueSettingsRow.objects.using(message_class.queue_options.database)
-    enabled = rows.filter(queue=message_class.queue_name()).values_list("processing_enabled", flat=True).first()
-    return {"default_status": default_status(message_class), "processing_enabled": enabled is not False}
+    enabled = message_class.queue_settings().processing_enabled()
+    return {"default_status": default_status(message_class), "processing_enabled": enabled}
 
 

@@ -18,6 +18,7 @@ from ..quarantine import read_around
 from ..registry import registry
 from ..status import Status
 from .breaker import CircuitBreakers, reset_connections
+from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.dispatch")
 
@@ -91,8 +92,6 @@ class DispatchLoop:
     def __init__(
         self, *, burst: bool = False, listen: bool | None = None, dispatcher: Dispatcher | None = None
     ) -> None:
-        from .wakeups import Wakeups
-
         self.dispatcher = dispatcher or Dispatcher()
         self.burst = burst
         aliases = [c.queue_options.database for c in registry] or ["default"]

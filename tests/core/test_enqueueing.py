@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import Status, dispatch_due, enqueue, enqueue_many, lease, set_default_status
-from nexus_queues.exceptions import InvalidMessage, InvalidStatus, UnstorableValue
+from nexus_queues.exceptions import InvalidArgument, InvalidMessage, InvalidStatus, UnstorableValue
 from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME, MAX_JSON_DEPTH
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, ProductFactory
 from tests.races import together
@@ -178,16 +178,16 @@ def test_enqueue_many__scheduled():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"at": timezone.now(), "delay": timedelta(1)}, InvalidMessage, "not both"),
-        ({"delay": timedelta(seconds=-1)}, InvalidMessage, "non-negative"),
-        ({"delay": 5}, InvalidMessage, "timedelta"),
-        ({"at": "tomorrow"}, InvalidMessage, "datetime"),
-        ({"at": timezone.now().replace(tzinfo=None)}, InvalidMessage, "timezone-aware"),
-        ({"at": timezone.now(), "status": "Paused"}, InvalidMessage, "Sleeping"),
+        ({"at": timezone.now(), "delay": timedelta(1)}, InvalidArgument, "not both"),
+        ({"delay": timedelta(seconds=-1)}, InvalidArgument, "non-negative"),
+        ({"delay": 5}, InvalidArgument, "timedelta"),
+        ({"at": "tomorrow"}, InvalidArgument, "datetime"),
+        ({"at": timezone.now().replace(tzinfo=None)}, InvalidArgument, "timezone-aware"),
+        ({"at": timezone.now(), "status": "Paused"}, InvalidArgument, "Sleeping"),
         ({"status": "Leased"}, InvalidStatus, "lease"),
         ({"status": "no good!"}, InvalidStatus, "malformed"),
-        ({"headers": ["a"]}, InvalidMessage, "mapping"),
-        ({"headers": {"when": object()}}, InvalidMessage, "JSON"),
+        ({"headers": ["a"]}, InvalidArgument, "mapping"),
+        ({"headers": {"when": object()}}, InvalidArgument, "JSON"),
     ],
 )
 def test_enqueue__bad_arguments_store_nothing(kwargs, error, match):

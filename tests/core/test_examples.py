@@ -6,19 +6,19 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from nexus_queues.examples import example_message
+from nexus_queues.admin.examples import example_message
 from tests.testapp.queues import Audit, Greeting, Price, Product
 
 
 def test_example__fields_at_defaults_or_empty_values():
     """Without a custom example, each field takes its default or an empty value of its type."""
-    assert Greeting.example() == Greeting(name="", times=1)
-    assert Product.example() == Product(sku="", name="", prices=[], attributes={})
+    assert example_message(Greeting) == Greeting(name="", times=1)
+    assert example_message(Product) == Product(sku="", name="", prices=[], attributes={})
 
 
 def test_example__get_example_message_wins(monkeypatch):
     monkeypatch.setattr(Audit, "get_example_message", classmethod(lambda cls: cls(event="signup")), raising=False)
-    assert Audit.example() == Audit(event="signup")
+    assert example_message(Audit) == Audit(event="signup")
 
 
 def example_factory(message_class):
@@ -28,7 +28,7 @@ def example_factory(message_class):
 def test_example__factory_setting_wins_over_all(settings, monkeypatch):
     monkeypatch.setattr(Audit, "get_example_message", classmethod(lambda cls: cls(event="signup")), raising=False)
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "EXAMPLE_FACTORY": "tests.core.test_examples.example_factory"}
-    assert Audit.example() == Audit(event="from factory")
+    assert example_message(Audit) == Audit(event="from factory")
 
 
 class Order(BaseModel):

@@ -7,7 +7,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease, mark_processed
-from nexus_queues.exceptions import InvalidMessage, NotRegistered
+from nexus_queues.exceptions import InvalidArgument, NotRegistered
 from nexus_queues.models import JobRun
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, unreadable, write_raw
 from tests.factories import GreetingFactory
@@ -151,7 +151,7 @@ def test_lease__attempts_count_every_lease():
 )
 def test_lease__bad_arguments(count, lease_time, match):
     enqueue(GreetingFactory())
-    with pytest.raises(InvalidMessage, match=match):
+    with pytest.raises(InvalidArgument, match=match):
         lease(Greeting, count, lease_time=lease_time)
     assert Greeting.queue_model.objects.get().status == Status.PENDING
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from pydantic import BaseModel, ValidationError
 
-from .conf import settings
-from .messages import QueueMessage
+from ..conf import settings
+from ..messages import QueueMessage
 
 _PLACEHOLDERS: dict[Any, Any] = {
     str: "",
