@@ -35,8 +35,8 @@ class UnstorableFailures(QueueJob, abstract=True):
             raise failures[message.sku]
 
 
-def test_worker__first_pass_runs_the_jobs_whatever_the_peek_delay():
-    """The first pass reads which jobs are enabled, even with a peek delay longer than the machine's uptime."""
+def test_worker__first_sweep_runs_the_jobs_whatever_the_peek_delay():
+    """The first sweep reads which jobs are enabled, even with a peek delay longer than the machine's uptime."""
     enqueue_many([Greeting(name="hello", times=i) for i in range(3)])
     Worker(job_classes=[GreetingJob], burst=True, listen=False, peek_delay=timedelta(days=36500)).run()
     assert not Greeting.queue_model.objects.exists()
