@@ -10,13 +10,7 @@ from django.utils import timezone
 
 from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
 from nexus_queues.models import JobRun
-from tests.commands import (  # noqa: F401 - fixtures
-    files_fixture,
-    kill_other_connections,
-    manage_fixture,
-    reports,
-    wait_until,
-)
+from tests.commands import kill_other_connections, reports, wait_until
 from tests.damage import table_missing
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting, Inventory, Product
