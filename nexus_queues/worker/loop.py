@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -100,7 +101,7 @@ class Worker:
                 self._woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
-                pool.shutdown(wait=True)
+                _shut_down(pool, self.concurrency)
             self.heartbeat.stop()
             self.wakeups.close()
             reset_connections()
@@ -236,6 +237,22 @@ def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
     except DATABASE_ERRORS:
         reset_connections()
         raise
+
+
+def _shut_down(pool: ThreadPoolExecutor, threads: int) -> None:
+    """Close each pool thread's connections, then end the threads; a thread's connections are its own to close."""
+    # The barrier holds each thread to one call, so every thread gets one.
+    barrier = threading.Barrier(threads, timeout=10)
+
+    def close() -> None:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        reset_connections()
+
+    wait([pool.submit(close) for _ in range(threads)])
+    pool.shutdown(wait=True)
 
 
 def _log_tidy(queue: str, counts: dict[str, int]) -> None:
