@@ -29,12 +29,12 @@ class QueueJob:
     """Processes one queue's messages. Subclass it in an app's ``jobs`` module:
 
     ``message_class`` names the queue; override :meth:`process` (one message, may return a time to
-    run it again) or :meth:`process_batch` (every item leased in a round).
+    run it again) or :meth:`process_batch` (every item leased in a run).
     """
 
     message_class: ClassVar[type[QueueMessage]]
     batch_size: ClassVar[int] = 100
-    """Messages leased per round."""
+    """Messages leased per run."""
     lease_time: ClassVar[timedelta] = DEFAULT_LEASE_TIME
     """How long a crashed worker's messages stay Leased before they become Abandoned."""
     max_attempts: ClassVar[int] = 1
@@ -58,7 +58,7 @@ class QueueJob:
         raise NotImplementedError(f"{self.name()} must implement process(message) or process_batch(items).")
 
     def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome] | None:
-        """Process every item of a round; map an item's pk to a time or exception, missing pks are done.
+        """Process every item of a run; map an item's pk to a time or exception, missing pks are done.
 
         By default calls :meth:`process` per item, with :func:`previous_message` set.
         """

@@ -1,17 +1,17 @@
-"""Running the worker commands as real subprocesses on the test database, and waiting on them."""
+"""Helpers for the worker commands run as real subprocesses on the test database, and waiting on them."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+ROOT = Path(__file__).resolve().parent.parent
+"""The project's root: the working directory of the subprocesses."""
 
 PATIENCE = 60.0
 """Seconds a test waits for something that must happen; reaching it fails the test."""
@@ -44,37 +44,6 @@ def wait_until(condition: Callable[[], object], what: str, command: Command | No
         if time.monotonic() > deadline:
             pytest.fail(f"Gave up waiting for {what}." + (f"\n{command.log()}" if command else ""))
         time.sleep(0.02)
-
-
-@pytest.fixture(name="files")
-def files_fixture(tmp_path: Path) -> dict[str, Path]:
-    """The report file the test jobs write and the gate file that releases blocked jobs."""
-    return {"out": tmp_path / "out.txt", "gate": tmp_path / "gate"}
-
-
-@pytest.fixture(name="manage")
-def manage_fixture(
-    child_env: dict[str, str], files: dict[str, Path], tmp_path: Path
-) -> Iterator[Callable[..., Command]]:
-    """Start ``python -m django <args>`` on the test database; killed at the end if still running."""
-    started: list[Command] = []
-    env = {**child_env, "NEXUS_TEST_OUT": str(files["out"]), "NEXUS_TEST_GATE": str(files["gate"])}
-
-    def start(*args: str, **extra_env: str) -> Command:
-        stderr = tmp_path / f"stderr-{len(started)}.txt"
-        with stderr.open("wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "django", *args], env={**env, **extra_env}, cwd=ROOT,
-                stdout=subprocess.DEVNULL, stderr=err,
-            )
-        started.append(command := Command(proc, stderr))
-        return command
-
-    yield start
-    for command in started:
-        if command.proc.poll() is None:
-            command.proc.kill()
-            command.proc.wait()
 
 
 def reports(files: dict[str, Path]) -> list[list[str]]:

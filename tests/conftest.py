@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -14,8 +13,7 @@ from django.db import connection
 
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.commands import ROOT
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.commands import ROOT
 
 
 def test_nexus_demo__runs_on_a_fresh_database(tmp_path):

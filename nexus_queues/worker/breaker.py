@@ -87,12 +87,17 @@ class CircuitBreaker:
 class CircuitBreakers:
     """One :class:`CircuitBreaker` per name (a queue), made on first use."""
 
-    def __init__(self, title: str, trigger_after: timedelta, max_backoff: timedelta) -> None:
-        self.title, self.trigger_after, self.max_backoff = title, trigger_after, max_backoff
+    def __init__(
+        self, title: str, trigger_after: timedelta, max_backoff: timedelta,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.title, self.trigger_after, self.max_backoff, self.clock = title, trigger_after, max_backoff, clock
         self._breakers: dict[str, CircuitBreaker] = {}
 
     def __getitem__(self, name: str) -> CircuitBreaker:
         if name not in self._breakers:
-            self._breakers[name] = CircuitBreaker(self.title.format(name), self.trigger_after, self.max_backoff)
+            self._breakers[name] = CircuitBreaker(
+                self.title.format(name), self.trigger_after, self.max_backoff, self.clock
+            )
         return self._breakers[name]
 

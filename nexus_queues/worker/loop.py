@@ -1,11 +1,12 @@
-"""The worker loop: peek, run jobs over leased batches, sleep until a wake-up or the peek delay."""
+"""The worker loop: sweeps over the jobs (peek, then runs over leased batches), sleeping between sweeps."""
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 
@@ -20,7 +21,7 @@ from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_con
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
 from .housekeeping import tidy_queue
-from .runs import run_job
+from .runs import run_once
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -50,6 +51,7 @@ class Worker:
         max_peek: int | None = None,
         listen: bool | None = None,
         dispatcher: Dispatcher | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.job_classes = list(jobs if job_classes is None else job_classes)
         self.concurrency = concurrency or settings.WORKER_CONCURRENCY
@@ -57,21 +59,24 @@ class Worker:
         self.peek_delay = peek_delay if peek_delay is not None else settings.WORKER_PEEK_DELAY
         self.max_peek = max_peek or settings.WORKER_MAX_PEEK
         self.dispatcher = dispatcher
+        self.clock = clock
+        """Monotonic seconds, for the peek delay, the housekeeping interval and the breakers' backoff."""
         aliases = [j.message_class.queue_options.database for j in self.job_classes] or ["default"]
         listen = settings.WORKER_LISTEN if listen is None else listen
         self.wakeups = Wakeups(aliases, listen=listen and not burst)
         self.breaker = CircuitBreaker(
-            "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+            "The worker's database", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF,
+            clock=clock,
         )
         self.queue_breakers = CircuitBreakers(
-            "Queue {}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF
+            "Queue {}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF, clock=clock
         )
         """Per queue, watching its job's leases and acknowledgements."""
         self.heartbeat = Heartbeat()
         self.stopping = False
         self._next_tidy = -math.inf
         self._woken: set[str] = set()
-        self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first pass
+        self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first sweep
         check_peek_delay(self.peek_delay)
 
     def stop(self) -> None:
@@ -85,27 +90,33 @@ class Worker:
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         self.heartbeat.start()
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job") if self.concurrency > 1 else None
+        pool = self._pool()
         try:
             while not self.stopping:
-                pause = self._cycle(pool)
+                pause = self.sweep(pool)
                 if pause is None:
                     break
                 self._woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
-                pool.shutdown(wait=True)
+                _shut_down(pool, self.concurrency)
             self.heartbeat.stop()
             self.wakeups.close()
             reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
 
-    def _cycle(self, pool: ThreadPoolExecutor | None) -> float | None:
-        """One pass; returns the seconds to sleep (0: go on at once), or None when a burst is done.
+    def _pool(self) -> ThreadPoolExecutor | None:
+        """Threads for ``concurrency`` runs at once; None runs them in this thread."""
+        if self.concurrency > 1:
+            return ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job")
+        return None
+
+    def sweep(self, pool: ThreadPoolExecutor | None = None) -> float | None:
+        """One sweep over the jobs; the seconds to sleep (0: go on at once), or None when a burst is done.
 
         Each queue's work is its own: a queue that fails is logged by name and backs off, the others go on.
         """
-        started = time.monotonic()
+        started = self.clock()
         reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
         self._housekeeping()
         pause = self.dispatcher.step() if self.dispatcher is not None else math.inf
@@ -124,11 +135,11 @@ class Worker:
         if self.burst and not backing_off:
             return None
         # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
-        return max(0.0, min(pause - (time.monotonic() - started), self.peek_delay.total_seconds(), *backing_off))
+        return max(0.0, min(pause - (self.clock() - started), self.peek_delay.total_seconds(), *backing_off))
 
     def _housekeeping(self) -> None:
         """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
-        now = time.monotonic()
+        now = self.clock()
         if now < self._next_tidy:
             return
         self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
@@ -146,7 +157,7 @@ class Worker:
     def _enabled_jobs(self) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again at most once per peek delay."""
         read_at, enabled = self._enabled
-        now = time.monotonic()
+        now = self.clock()
         if now - read_at < self.peek_delay.total_seconds():
             return enabled
         names = {j.message_class.queue_name() for j in self.job_classes}
@@ -180,50 +191,66 @@ class Worker:
         return job.message_class.queue_model.objects.using(options.database).pending()[: self.max_peek].count()
 
     def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
-        """Lease rounds for the peeked messages, at most ``concurrency`` at once; True if any were leased.
+        """Runs for the peeked messages, at most ``concurrency`` at once; True if any were leased.
 
         A queue just named by a wake-up is leased at once: its peek would only cost a round trip.
         """
         woken = job.message_class.queue_name() in self._woken
-        rounds = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
+        runs = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
         if pool is None:
             leased = 0
-            for _ in range(rounds):
+            for _ in range(runs):
                 if self.stopping:
                     break
-                got = run_job(job, self.heartbeat)
+                got = run_once(job, self.heartbeat)
                 leased += got
                 if got < job.batch_size:
                     break
             return leased > 0
-        return self._drain_concurrently(job, pool, rounds)
+        return self._drain_concurrently(job, pool, runs)
 
-    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, rounds: int) -> bool:
+    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, runs: int) -> bool:
         running: set[Future[int]] = set()
         leased = 0
         starved = False
         try:
-            while (rounds and not self.stopping and not starved) or running:
-                while rounds and not self.stopping and not starved and len(running) < self.concurrency:
+            while (runs and not self.stopping and not starved) or running:
+                while runs and not self.stopping and not starved and len(running) < self.concurrency:
                     running.add(pool.submit(_in_thread, job, self.heartbeat))
-                    rounds -= 1
+                    runs -= 1
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     got = future.result()
                     leased += got
                     starved |= got < job.batch_size
         finally:
-            wait(running)  # never leave a round unacknowledged behind a failure
+            wait(running)  # never leave a run unacknowledged behind a failure
         return leased > 0
 
 
 def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
     reset_queries()
     try:
-        return run_job(job, heartbeat)
+        return run_once(job, heartbeat)
     except DATABASE_ERRORS:
         reset_connections()
         raise
+
+
+def _shut_down(pool: ThreadPoolExecutor, threads: int) -> None:
+    """Close each pool thread's connections, then end the threads; a thread's connections are its own to close."""
+    # The barrier holds each thread to one call, so every thread gets one.
+    barrier = threading.Barrier(threads, timeout=10)
+
+    def close() -> None:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+        reset_connections()
+
+    wait([pool.submit(close) for _ in range(threads)])
+    pool.shutdown(wait=True)
 
 
 def _log_tidy(queue: str, counts: dict[str, int]) -> None:

@@ -1,4 +1,4 @@
-"""One job run: lease a batch under a new correlation id, process it, acknowledge it in one transaction."""
+"""One run of a job: lease a batch under a new correlation id, process it, acknowledge it in one transaction."""
 
 from __future__ import annotations
 
@@ -26,16 +26,19 @@ from .logs import correlation_id
 
 logger = logging.getLogger("nexus_queues.worker")
 
+
 @dataclass
-class _Sorted:
+class _Classified:
+    """A run's messages by what their outcome asks for."""
+
     done: list[QueueItem] = field(default_factory=list)
     later: dict[datetime, list[QueueItem]] = field(default_factory=lambda: defaultdict(list))
     retries: list[tuple[QueueItem, BaseException, datetime]] = field(default_factory=list)
     failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
 
 
-def run_job(job: type[QueueJob], heartbeat: Heartbeat) -> int:
-    """Run ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
+def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+    """One run of ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
     cid = uuid.uuid4().hex
     token = correlation_id.set(cid)
     try:
@@ -49,7 +52,7 @@ def run_job(job: type[QueueJob], heartbeat: Heartbeat) -> int:
             outcomes = _process(instance, items)
         finally:
             heartbeat.release(cid)
-        _acknowledge(job, run, _sort(instance, items, outcomes))
+        _acknowledge(job, run, _classify(instance, items, outcomes))
         return len(items)
     finally:
         correlation_id.reset(token)
@@ -71,9 +74,9 @@ def _process(job: QueueJob, items: Sequence[QueueItem]) -> Mapping[int, Outcome]
         return {item.pk: exc for item in items}
 
 
-def _sort(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outcome]) -> _Sorted:
+def _classify(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outcome]) -> _Classified:
     now = timezone.now()
-    result = _Sorted()
+    result = _Classified()
     for item in items:
         outcome = outcomes.get(item.pk)
         if outcome is None:
@@ -92,7 +95,7 @@ def _sort(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outc
     return result
 
 
-def _later(result: _Sorted, item: QueueItem, at: datetime) -> None:
+def _later(result: _Classified, item: QueueItem, at: datetime) -> None:
     """Run ``item`` again at ``at``; a time the database cannot store fails this message only."""
     try:
         check_datetime("the time the job returned", at)
@@ -115,7 +118,7 @@ def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
     return retry
 
 
-def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Sorted) -> None:
+def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Classified) -> None:
     alias = job.message_class.queue_options.database
     now = timezone.now()
     unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already

@@ -15,7 +15,7 @@ from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.worker.breaker import FIRST_BACKOFF
 from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
 from nexus_queues.worker.wakeups import Wakeups
-from tests.commands import files_fixture, kill_other_connections, manage_fixture, wait_until  # noqa: F401 - fixtures
+from tests.commands import kill_other_connections, wait_until
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, table_missing, unreadable, write_raw
 from tests.factories import GreetingFactory
 from tests.testapp.more_queues import Ping

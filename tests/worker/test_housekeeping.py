@@ -6,26 +6,19 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from nexus_queues import Status, enqueue, enqueue_many, lease, mark_processed
+from nexus_queues import Status, enqueue, enqueue_many, lease
 from nexus_queues.worker.housekeeping import drop_expired, purge_processed, tidy, tidy_queue
-from tests.factories import AuditFactory, GreetingFactory, InventoryFactory
+from tests.factories import GreetingFactory, LeasedFactory, PendingFactory, ProcessedFactory
 from tests.testapp.queues import Audit, Greeting, Inventory
 
 pytestmark = pytest.mark.django_db
 
 
-def processed(message_class, messages):
-    enqueue_many(messages)
-    items = lease(message_class, len(messages))
-    mark_processed(items)
-    return items
-
-
 @override_settings(NEXUS_QUEUES={"WORKER_CLEANUP_BATCH_SIZE": 2})
 def test_purge_processed__deletes_rows_past_keep_processed_for_in_batches():
     """Processed rows older than the queue's keep time go, in batches; newer ones and other statuses stay."""
-    processed(Inventory, InventoryFactory.build_batch(5))
-    enqueue(InventoryFactory.build())
+    ProcessedFactory.create_batch(5, queue=Inventory)
+    PendingFactory.create(queue=Inventory)
     day_later = timezone.now() + timedelta(days=1, seconds=1)
     assert purge_processed(timezone.now())["inventory"] == 0
     assert purge_processed(day_later)["inventory"] == 5
@@ -34,8 +27,7 @@ def test_purge_processed__deletes_rows_past_keep_processed_for_in_batches():
 
 def test_purge_processed__keeps_forever_when_the_queue_says_so():
     """A queue keeping processed messages forever is never purged."""
-    enqueue(AuditFactory.build(), status=Status.PENDING)
-    mark_processed(lease(Audit, 1))
+    ProcessedFactory.create(queue=Audit)
     assert "audits" not in purge_processed(timezone.now() + timedelta(days=3650))
     assert Audit.queue_model.objects.get().status == Status.PROCESSED
 
@@ -54,8 +46,7 @@ def test_drop_expired__deletes_waiting_messages_past_their_expiry_only():
 
 def test_tidy__does_all_three_chores():
     """tidy abandons expired leases, purges and drops, reporting counts per chore and queue."""
-    enqueue(GreetingFactory.build())
-    lease(Greeting, 1, lease_time=timedelta(seconds=1))
+    LeasedFactory.create(queue=Greeting, lease_expires_at=timezone.now() + timedelta(seconds=1))
     counts = tidy(timezone.now() + timedelta(seconds=2))
     assert counts["abandoned"]["greetings"] == 1
     assert set(counts) == {"abandoned", "purged", "dropped"}
@@ -64,12 +55,11 @@ def test_tidy__does_all_three_chores():
 
 def test_tidy_queue__does_the_chores_of_one_queue_only():
     """tidy_queue abandons, purges and drops in its queue and leaves the others' rows as they are."""
-    enqueue(GreetingFactory.build())
-    enqueue(InventoryFactory.build())
+    soon = timezone.now() + timedelta(seconds=1)
     later = timezone.now() + timedelta(days=2)
-    lease(Greeting, 1, lease_time=timedelta(seconds=1))
-    processed(Inventory, [InventoryFactory.build()])
-    lease(Inventory, 1, lease_time=timedelta(seconds=1))
+    LeasedFactory.create(queue=Greeting, lease_expires_at=soon)
+    ProcessedFactory.create(queue=Inventory)
+    LeasedFactory.create(queue=Inventory, lease_expires_at=soon)
     assert tidy_queue(Inventory, later) == {"abandoned": 1, "purged": 1, "dropped": 0}
     assert list(Inventory.queue_model.objects.values_list("status", flat=True)) == [Status.ABANDONED]
     assert Greeting.queue_model.objects.get().status == Status.LEASED

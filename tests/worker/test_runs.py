@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue_many
 from nexus_queues.worker.heartbeat import Heartbeat
-from nexus_queues.worker.runs import run_job
+from nexus_queues.worker.runs import run_once
 from tests.testapp.queues import Audit
 
 pytestmark = pytest.mark.django_db
@@ -46,10 +46,10 @@ def rows() -> dict[str, object]:
     return {row.message.event: row for row in Audit.queue_model.objects.all()}
 
 
-def test_run_job__unstorable_returned_time_fails_that_message_only():
+def test_run_once__unstorable_returned_time_fails_that_message_only():
     """A returned time outside the supported range sets that message to Error; the others are acknowledged."""
     audits("done", "ancient", "later", "far")
-    assert run_job(Clock, Heartbeat()) == 4
+    assert run_once(Clock, Heartbeat()) == 4
     found = rows()
     assert {event: row.status for event, row in found.items()} == {
         "done": Status.PROCESSED, "ancient": Status.ERROR, "later": Status.SLEEPING, "far": Status.ERROR,
@@ -62,9 +62,9 @@ def test_run_job__unstorable_returned_time_fails_that_message_only():
     assert found["ancient"].process_at is found["far"].process_at is None
 
 
-def test_run_job__retry_time_out_of_range_sets_error():
+def test_run_once__retry_time_out_of_range_sets_error():
     """A failure whose retry would come after the supported range is set to Error with the job's exception."""
     audits("x")
-    assert run_job(Stubborn, Heartbeat()) == 1
+    assert run_once(Stubborn, Heartbeat()) == 1
     row = Audit.queue_model.objects.get()
     assert (row.status, row.error_message, row.process_at) == (Status.ERROR, "cannot audit x", None)

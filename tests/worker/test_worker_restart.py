@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import PATIENCE, Command, reports, wait_until
-from tests.conftest import ROOT
+from tests.commands import PATIENCE, ROOT, Command, reports, wait_until
 
 PORT = 5499
 PGBINS = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))

@@ -1,4 +1,5 @@
-"""``manage.py nexus_worker`` as real processes on the test database: drain, fail, crash, stop."""
+"""``manage.py nexus_worker`` as real processes on the test database: signals, kills, lost connections, wake-ups,
+its arguments and its log. What the loop decides is tested in process, in test_loop.py."""
 
 import os
 import signal
@@ -8,16 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
+from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many
 from nexus_queues.models import JobRun
-from tests.commands import (  # noqa: F401 - fixtures
-    files_fixture,
-    kill_other_connections,
-    manage_fixture,
-    reports,
-    wait_until,
-)
-from tests.damage import table_missing
+from tests.commands import kill_other_connections, reports, wait_until
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting, Inventory, Product
 
@@ -32,33 +26,6 @@ def started(files) -> bool:
     return any(words[0] == "started" for words in reports(files))
 
 
-def test_nexus_worker__burst_drains_the_queue(manage, files):
-    """A burst worker processes every Pending message once, records its runs, and exits 0."""
-    enqueue_many(greetings(*["hello"] * 25))
-    assert manage("nexus_worker", "--burst", "--queue", "greetings").finish() == 0
-    lines = reports(files)
-    assert sorted(int(words[1]) for words in lines) == list(range(25))
-    assert not Greeting.queue_model.objects.exists()
-    runs = JobRun.objects.filter(queue="greetings")
-    assert sum(runs.values_list("processed", flat=True)) == 25
-    assert {words[3] for words in lines} == set(runs.values_list("correlation_id", flat=True))
-    assert all(run.finished_at is not None and run.worker.endswith(":" + lines[0][2]) for run in runs)
-
-
-def test_nexus_worker__errors_carry_tracebacks(manage, files):
-    """A failing message becomes Error with its traceback; the rest of its batch is processed."""
-    enqueue_many(greetings("a", "fail", "b"))
-    command = manage("nexus_worker", "--burst")
-    assert command.finish() == 0
-    failed = Greeting.queue_model.objects.get()
-    assert (failed.status, failed.error_type) == (Status.ERROR, "builtins.ValueError")
-    assert failed.error_message == "cannot greet 1"
-    assert 'raise ValueError(f"cannot greet' in failed.error_traceback
-    assert sorted(words[0] for words in reports(files)) == ["a", "b"]
-    assert JobRun.objects.get(queue="greetings").errors == 1
-    assert f"[{failed.correlation_id}]" in command.log()
-
-
 def test_nexus_worker__log_records_carry_the_correlation_id(manage):
     """Each run's log records name its correlation id, the one stored on the messages it leased."""
     enqueue(Product(sku="A", name="one"))
@@ -67,24 +34,6 @@ def test_nexus_worker__log_records_carry_the_correlation_id(manage):
     item = Product.queue_model.objects.get()
     assert item.status == Status.PROCESSED
     assert f"nexus_queues.worker [{item.correlation_id}] products: 1 leased, 1 processed" in command.log()
-
-
-def test_nexus_worker__previous_message_is_the_last_processed_version(manage, files):
-    """Inside a job, previous_message() is the version processed before (None the first time)."""
-    enqueue(Product(sku="A", name="first"))
-    assert manage("nexus_worker", "--burst", "--queue", "products").finish() == 0
-    enqueue(Product(sku="A", name="second"))
-    assert manage("nexus_worker", "--burst", "--queue", "products").finish() == 0
-    assert [words[1:4] for words in reports(files)] == [["A", "first", "None"], ["A", "second", "first"]]
-
-
-def test_nexus_worker__batch_form_fails_only_its_bad_items(manage, files):
-    """A job's process_batch gets the whole round; an item it maps to an exception becomes Error."""
-    enqueue_many([Inventory(sku="A", quantity=1), Inventory(sku="B", quantity=-1), Inventory(sku="C", quantity=2)])
-    assert manage("nexus_worker", "--burst", "--queue", "inventory").finish() == 0
-    statuses = dict(Inventory.queue_model.objects.values_list("message_id", "status"))
-    assert statuses == {"A": Status.PROCESSED, "B": Status.ERROR, "C": Status.PROCESSED}
-    assert [words[:2] for words in reports(files)] == [["inventory-batch", "3"]]
 
 
 def test_nexus_worker__two_workers_never_process_a_message_twice(manage, files):
@@ -170,21 +119,6 @@ def test_nexus_worker__heartbeat_reconnects_after_its_connection_is_killed(manag
     assert worker.finish() == 0, worker.log()
 
 
-def test_nexus_worker__a_queue_that_fails_backs_off_alone(manage, files):
-    """A queue whose table cannot be read is logged by name and retried after a pause; the other queues go on."""
-    enqueue(Greeting(name="hello"))
-    enqueue_many([Ping(n=n) for n in range(3)])
-    with table_missing(Greeting.queue_model):
-        worker = manage("nexus_worker", "--queue", "greetings", "--queue", "pings", "--peek-delay", "0.1")
-        wait_until(lambda: len(reports(files)) == 3, "the pings processed", worker)
-        worker.wait_logged("Queue greetings failed")
-    wait_until(lambda: len(reports(files)) == 4, "the greeting processed once its table is back", worker)
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.finish() == 0, worker.log()
-    assert sorted(words[0] for words in reports(files)) == ["hello", "ping", "ping", "ping"]
-    assert not Greeting.queue_model.objects.exists() and not Ping.queue_model.objects.exists()
-
-
 def test_nexus_worker__sigterm_finishes_the_batch_in_hand_and_exits_0(manage, files):
     """SIGTERM stops leasing: the batch in hand is finished and acknowledged, the rest stays Pending."""
     enqueue_many(greetings("block", *["x"] * 14))
@@ -196,19 +130,6 @@ def test_nexus_worker__sigterm_finishes_the_batch_in_hand_and_exits_0(manage, fi
     assert Greeting.queue_model.objects.pending().count() == 5
     assert Greeting.queue_model.objects.count() == 5
     assert JobRun.objects.get(queue="greetings").processed == 10
-
-
-def test_nexus_worker__a_lost_lease_is_not_completed(manage, files):
-    """Fenced completion: when the lease was lost mid-job, the worker logs it and leaves the row."""
-    enqueue(Greeting(name="block"))
-    worker = manage("nexus_worker", "--burst", "--queue", "greetings")
-    wait_until(lambda: started(files), "the blocking job to start", worker)
-    assert abandon_expired_leases(timezone.now() + timedelta(hours=1))["greetings"] == 1
-    files["gate"].touch()
-    assert worker.finish() == 0
-    assert Greeting.queue_model.objects.get().status == Status.ABANDONED
-    assert "Lease lost on 1 message(s)" in worker.log()
-    assert JobRun.objects.get(queue="greetings").processed == 0
 
 
 def test_nexus_worker__heartbeat_keeps_the_lease_of_a_long_job(manage, files):
@@ -223,50 +144,6 @@ def test_nexus_worker__heartbeat_keeps_the_lease_of_a_long_job(manage, files):
     assert worker.finish() == 0
     item = Inventory.queue_model.objects.get()
     assert (item.status, item.attempts) == (Status.PROCESSED, 1)
-
-
-def test_nexus_worker__returned_datetime_runs_the_message_again_then(manage, files):
-    """A job that returns a time gets the message again at that time (the worker dispatching it)."""
-    enqueue(Greeting(name="later"))
-    worker = manage("nexus_worker", "--with-dispatch", "--queue", "greetings", "--peek-delay", "0.1")
-    wait_until(lambda: len(reports(files)) == 2, "the second run", worker)
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.finish() == 0
-    assert not Greeting.queue_model.objects.exists()
-    runs = JobRun.objects.filter(queue="greetings").order_by("started_at")
-    assert [(r.processed, r.rescheduled) for r in runs] == [(0, 1), (1, 0)]
-
-
-def test_nexus_worker__retries_then_error(manage, files):
-    """A message failing every time runs max_attempts times with backoff, then stays Error."""
-    enqueue(Ping(n=-1))
-    worker = manage("nexus_worker", "--with-dispatch", "--queue", "pings", "--peek-delay", "0.1")
-    wait_until(lambda: Ping.queue_model.objects.filter(status=Status.ERROR).exists(), "the message in Error", worker)
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.finish() == 0
-    item = Ping.queue_model.objects.get()
-    assert item.attempts == 3
-    assert "ping -1 failed" in item.error_message
-    assert [words[0] for words in reports(files)] == ["ping-failed"] * 3
-
-
-def test_nexus_worker__processing_switched_off_is_honoured(manage, files):
-    """A queue whose processing is off is left alone until it is switched back on."""
-    enqueue_many(greetings("a", "b"))
-    set_processing_enabled(Greeting, False)
-    assert manage("nexus_worker", "--burst").finish() == 0
-    assert Greeting.queue_model.objects.pending().count() == 2
-    set_processing_enabled(Greeting, True)
-    assert manage("nexus_worker", "--burst").finish() == 0
-    assert not Greeting.queue_model.objects.exists()
-
-
-def test_nexus_worker__concurrency_runs_rounds_in_threads(manage, files):
-    """With --concurrency, rounds run in parallel threads and every message is processed once."""
-    enqueue_many([Ping(n=n) for n in range(300)])
-    command = manage("nexus_worker", "--burst", "--queue", "pings", "--concurrency", "3", NEXUS_TEST_BATCH="10")
-    assert command.finish() == 0, command.log()
-    assert Counter(int(words[1]) for words in reports(files)) == Counter(range(300))
 
 
 def test_nexus_worker__unknown_queue_is_a_clear_error(manage):

@@ -1,0 +1,255 @@
+"""The worker loop in process: what ``Worker.run()`` and each ``Worker.sweep()`` do, time moved by a fake clock."""
+
+import logging
+import os
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from nexus_queues import QueueJob, Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
+from nexus_queues.conf import settings
+from nexus_queues.models import JobRun
+from nexus_queues.worker.dispatch import Dispatcher
+from nexus_queues.worker.loop import Worker
+from tests.commands import reports
+from tests.damage import UNREADABLE_PAST, table_missing, unreadable, write_raw
+from tests.factories import LeasedFactory
+from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob
+from tests.testapp.more_queues import Ping
+from tests.testapp.queues import Greeting, Inventory, Product
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Unprintable(Exception):
+    """An exception whose str() raises."""
+
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+class UnstorableFailures(QueueJob, abstract=True):
+    """Fails the inventory messages named nul, surrogate and unprintable with text no database stores as is."""
+
+    message_class = Inventory
+
+    def process(self, message):
+        failures = {"nul": ValueError("stock\x00level"), "surrogate": ValueError("stock \udc80")}
+        if message.sku == "unprintable":
+            raise Unprintable()
+        if message.sku in failures:
+            raise failures[message.sku]
+
+
+def test_worker__first_sweep_runs_the_jobs_whatever_the_peek_delay():
+    """The first sweep reads which jobs are enabled, even with a peek delay longer than the machine's uptime."""
+    enqueue_many([Greeting(name="hello", times=i) for i in range(3)])
+    Worker(job_classes=[GreetingJob], burst=True, listen=False, peek_delay=timedelta(days=36500)).run()
+    assert not Greeting.queue_model.objects.exists()
+
+
+def test_worker__failures_the_database_cannot_store_as_is_cost_no_acknowledgement():
+    """Failures holding NUL, a lone surrogate or a failing str() are stored escaped; the batch is acknowledged."""
+    skus = ["a", "nul", "surrogate", "unprintable", "b"]
+    enqueue_many([Inventory(sku=sku, quantity=1) for sku in skus])
+    Worker(job_classes=[UnstorableFailures], burst=True, listen=False).run()
+    rows = {row.message_id: row for row in Inventory.queue_model.objects.all()}
+    assert {sku: rows[sku].status for sku in skus} == {
+        "a": Status.PROCESSED, "nul": Status.ERROR, "surrogate": Status.ERROR, "unprintable": Status.ERROR,
+        "b": Status.PROCESSED,
+    }
+    assert [rows[sku].error_message for sku in skus[1:4]] == [
+        "stock\\x00level", "stock \\udc80", "<str() of Unprintable raised RuntimeError>"
+    ]
+    run = JobRun.objects.get()
+    assert (run.leased, run.processed, run.errors, run.finished_at is not None) == (5, 2, 3, True)
+
+
+def test_worker__a_row_python_cannot_read_costs_only_itself():
+    """A Pending row holding a time Python cannot read becomes Error; its batch and the other queues are processed."""
+    enqueue_many([Greeting(name="hello", times=i) for i in range(3)])
+    bad = Greeting.queue_model.objects.values_list("pk", flat=True)[1]
+    write_raw(Greeting.queue_model, bad, "process_at", unreadable(UNREADABLE_PAST))
+    enqueue_many([Ping(n=n) for n in range(3)])
+    Worker(job_classes=[GreetingJob, PingJob], burst=True, listen=False).run()
+    assert list(Greeting.queue_model.objects.values_list("pk", "status")) == [(bad, Status.ERROR)]
+    assert not Ping.queue_model.objects.exists()
+    run = JobRun.objects.get(queue="greetings")
+    assert (run.processed, run.leased - run.errors, run.finished_at is not None) == (2, 2, True)
+
+
+class Abandoning(QueueJob, abstract=True):
+    """Loses its lease mid-job: housekeeping an hour ahead abandons it while the greeting is processed."""
+
+    message_class = Greeting
+
+    def process(self, message: Greeting) -> None:
+        abandon_expired_leases(timezone.now() + timedelta(hours=1))
+
+
+class SmallPings(PingJob, abstract=True):
+    """Pings ten at a time, so that a few hundred take many runs."""
+
+    batch_size = 10
+
+
+def greetings(*names: str) -> list[Greeting]:
+    return [Greeting(name=name, times=i) for i, name in enumerate(names)]
+
+
+def make_due(model: type) -> None:
+    """Time passes: every Sleeping row of ``model`` is due now."""
+    model.objects.filter(status=Status.SLEEPING).update(process_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_worker__burst_drains_the_queue(reported):
+    """A burst processes every Pending message once and records each run with its correlation id."""
+    enqueue_many(greetings(*["hello"] * 25))
+    Worker(job_classes=[GreetingJob], burst=True, listen=False).run()
+    lines = reports(reported)
+    assert sorted(int(words[1]) for words in lines) == list(range(25))
+    assert not Greeting.queue_model.objects.exists()
+    runs = JobRun.objects.filter(queue="greetings")
+    assert sorted(runs.values_list("leased", "processed")) == [(5, 5), (10, 10), (10, 10)]
+    assert {words[3] for words in lines} == set(runs.values_list("correlation_id", flat=True))
+    assert all(run.finished_at is not None and run.worker.endswith(f":{os.getpid()}") for run in runs)
+
+
+def test_worker__errors_carry_tracebacks(reported):
+    """A failing message becomes Error with its traceback and the run's correlation id; the rest of its batch
+    is processed."""
+    enqueue_many(greetings("a", "fail", "b"))
+    Worker(job_classes=[GreetingJob], burst=True, listen=False).run()
+    failed = Greeting.queue_model.objects.get()
+    assert (failed.status, failed.error_type) == (Status.ERROR, "builtins.ValueError")
+    assert failed.error_message == "cannot greet 1"
+    assert 'raise ValueError(f"cannot greet' in failed.error_traceback
+    assert sorted(words[0] for words in reports(reported)) == ["a", "b"]
+    assert JobRun.objects.get(queue="greetings", correlation_id=failed.correlation_id).errors == 1
+
+
+def test_worker__previous_message_is_the_last_processed_version(reported):
+    """Inside a job, previous_message() is the version processed before (None the first time)."""
+    enqueue(Product(sku="A", name="first"))
+    Worker(job_classes=[ProductJob], burst=True, listen=False).run()
+    enqueue(Product(sku="A", name="second"))
+    Worker(job_classes=[ProductJob], burst=True, listen=False).run()
+    assert [words[1:4] for words in reports(reported)] == [["A", "first", "None"], ["A", "second", "first"]]
+
+
+def test_worker__batch_form_fails_only_its_bad_items(reported):
+    """A job's process_batch gets the whole run; an item it maps to an exception becomes Error."""
+    enqueue_many([Inventory(sku="A", quantity=1), Inventory(sku="B", quantity=-1), Inventory(sku="C", quantity=2)])
+    Worker(job_classes=[InventoryJob], burst=True, listen=False).run()
+    statuses = dict(Inventory.queue_model.objects.values_list("message_id", "status"))
+    assert statuses == {"A": Status.PROCESSED, "B": Status.ERROR, "C": Status.PROCESSED}
+    assert [words[:2] for words in reports(reported)] == [["inventory-batch", "3"]]
+
+
+def test_worker__concurrency_runs_in_threads(reported):
+    """With concurrency, runs go on in parallel threads and every message is processed once."""
+    enqueue_many([Ping(n=n) for n in range(300)])
+    Worker(job_classes=[SmallPings], burst=True, listen=False, concurrency=3).run()
+    assert Counter(int(words[1]) for words in reports(reported)) == Counter(range(300))
+    assert JobRun.objects.filter(queue="pings").count() == 30
+
+
+def test_worker__a_lost_lease_is_not_completed(caplog):
+    """Fenced completion: when the lease was lost mid-job, the worker logs it and leaves the row."""
+    enqueue(Greeting(name="lost"))
+    Worker(job_classes=[Abandoning], burst=True, listen=False).run()
+    assert Greeting.queue_model.objects.get().status == Status.ABANDONED
+    assert "Lease lost on 1 message(s)" in caplog.text
+    assert JobRun.objects.get(queue="greetings").processed == 0
+
+
+def test_worker__processing_switched_off_is_honoured():
+    """A queue whose processing is off is left alone until it is switched back on."""
+    enqueue_many(greetings("a", "b"))
+    set_processing_enabled(Greeting, False)
+    Worker(job_classes=[GreetingJob], burst=True, listen=False).run()
+    assert Greeting.queue_model.objects.pending().count() == 2
+    set_processing_enabled(Greeting, True)
+    Worker(job_classes=[GreetingJob], burst=True, listen=False).run()
+    assert not Greeting.queue_model.objects.exists()
+
+
+def test_worker__enabled_jobs_are_read_again_after_a_peek_delay(clock):
+    """A switch of processing reaches a running worker at its first sweep one peek delay later, not before."""
+    worker = Worker(job_classes=[GreetingJob], listen=False, peek_delay=timedelta(seconds=5), clock=clock)
+    set_processing_enabled(Greeting, False)
+    worker.sweep()
+    set_processing_enabled(Greeting, True)
+    enqueue(Greeting(name="hello"))
+    assert worker.sweep() == 5.0
+    assert Greeting.queue_model.objects.pending().count() == 1
+    clock.advance(5)
+    assert worker.sweep() == 0
+    assert not Greeting.queue_model.objects.exists()
+
+
+def test_worker__a_queue_that_fails_backs_off_alone(clock, caplog):
+    """A queue whose table cannot be read is logged by name and skipped until its backoff has passed; the other
+    queues go on."""
+    caplog.set_level(logging.INFO, "nexus_queues.breaker")
+    worker = Worker(job_classes=[GreetingJob, PingJob], listen=False, clock=clock)
+    enqueue(Greeting(name="hello"))
+    enqueue_many([Ping(n=n) for n in range(3)])
+    with table_missing(Greeting.queue_model):
+        assert worker.sweep() == 0
+        assert "Queue greetings failed" in caplog.text
+    assert not Ping.queue_model.objects.exists()
+    assert worker.sweep() == pytest.approx(0.1)
+    assert Greeting.queue_model.objects.pending().count() == 1
+    clock.advance(0.1)
+    assert worker.sweep() == 0
+    assert not Greeting.queue_model.objects.exists()
+    assert "Queue greetings recovered after 1 failure(s)." in caplog.text
+
+
+def test_worker__housekeeping_runs_once_per_interval(clock):
+    """Expired leases become Abandoned at the first sweep, then again only once the interval has passed."""
+    interval = settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
+    worker = Worker(job_classes=[GreetingJob], listen=False, clock=clock)
+    expired = timezone.now() - timedelta(seconds=1)
+    LeasedFactory.create(queue=Greeting, lease_expires_at=expired)
+    worker.sweep()
+    assert Greeting.queue_model.objects.get().status == Status.ABANDONED
+    LeasedFactory.create(queue=Greeting, lease_expires_at=expired)
+    clock.advance(interval - 1)
+    worker.sweep()
+    assert Greeting.queue_model.objects.filter(status=Status.LEASED).count() == 1
+    clock.advance(1)
+    worker.sweep()
+    assert set(Greeting.queue_model.objects.values_list("status", flat=True)) == {Status.ABANDONED}
+
+
+def test_worker__returned_datetime_runs_the_message_again_then(reported):
+    """A job that returns a time gets the message again once that time is due (the worker dispatching it)."""
+    worker = Worker(job_classes=[GreetingJob], listen=False, dispatcher=Dispatcher())
+    enqueue(Greeting(name="later"))
+    worker.sweep()
+    assert Greeting.queue_model.objects.get().status == Status.SLEEPING
+    make_due(Greeting.queue_model)
+    worker.sweep()
+    assert not Greeting.queue_model.objects.exists()
+    runs = JobRun.objects.filter(queue="greetings").order_by("started_at")
+    assert [(r.processed, r.rescheduled) for r in runs] == [(0, 1), (1, 0)]
+    assert len(reports(reported)) == 2
+
+
+def test_worker__retries_then_error(reported):
+    """A message failing every time runs max_attempts times, Sleeping between attempts, then stays Error."""
+    worker = Worker(job_classes=[PingJob], listen=False, dispatcher=Dispatcher())
+    enqueue(Ping(n=-1))
+    for _ in range(2):
+        worker.sweep()
+        assert Ping.queue_model.objects.get().status == Status.SLEEPING
+        make_due(Ping.queue_model)
+    worker.sweep()
+    item = Ping.queue_model.objects.get()
+    assert (item.status, item.attempts) == (Status.ERROR, 3)
+    assert "ping -1 failed" in item.error_message
+    assert [words[0] for words in reports(reported)] == ["ping-failed"] * 3
