@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from .engines import engine_for
+from .backends import backend_for
 from .exceptions import InvalidMessage
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
@@ -38,8 +38,7 @@ def lease(
         raise InvalidMessage(f"lease_time must be a positive timedelta, got {lease_time!r}.")
     message_class = registry.resolve(queue)
     now = now or timezone.now()
-    engine = engine_for(message_class.queue_options.database)
-    return engine.claim(
+    return backend_for(message_class.queue_options.database).claim(
         message_class.queue_model,
         count,
         now=now,
@@ -57,5 +56,4 @@ def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
 
 def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
     """Turn the queue's expired leases into Abandoned, in one statement; how many."""
-    rows = message_class.queue_model.objects.using(message_class.queue_options.database)
-    return rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    return message_class.queue_items().lease_expired(now).update(status=Status.ABANDONED, updated_at=now)

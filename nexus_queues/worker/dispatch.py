@@ -18,8 +18,8 @@ from django.db.models import Min
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from ..backends import backend_for
 from ..conf import settings
-from ..engines import engine_for
 from ..enqueueing import enqueue
 from ..exceptions import ConfigurationError
 from ..failures import describe
@@ -135,7 +135,7 @@ class QueueTableStore(DelayedMessageStore):
         message_class = registry.get(delayed.queue)
         moved = _sleeping(message_class, delayed).update(status=Status.PENDING, updated_at=timezone.now())
         if moved:
-            engine_for(message_class.queue_options.database).notify(delayed.queue)
+            backend_for(message_class.queue_options.database).notify(delayed.queue)
         return bool(moved)
 
     def increment_failure_count(self, delayed: DelayedMessage) -> bool:
@@ -166,7 +166,7 @@ class QueueTableStore(DelayedMessageStore):
         aliases = sorted({c.queue_options.database for c in self._classes()}) or ["default"]
         with _atomic_all(aliases):
             for alias in aliases:
-                engine_for(alias).take_write_lock()
+                backend_for(alias).take_write_lock()
             yield
 
     def _classes(self) -> list[type[QueueMessage]]:

@@ -8,10 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from nexus_queues.worker import logs
-from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.exceptions import NotRegistered
 from nexus_queues.jobs import jobs
+from nexus_queues.worker import logs
+from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 
 from ._signals import stop_on_signals
