@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.utils import CursorDebugWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 NEVER_BY_COUNT = 1 << 62
 """A psycopg ``prepare_threshold`` no statement reaches: only those executed with ``prepare=True`` are prepared."""
@@ -48,8 +48,33 @@ def prepared_cursor(connection: BaseDatabaseWrapper, prepare: bool) -> Iterator[
         driver_connection.prepare_threshold = NEVER_BY_COUNT
     with connection.wrap_database_errors:
         raw = _cursor_class(prepare)(driver_connection)
-    with connection._prepare_cursor(raw) as cursor:  # type: ignore[attr-defined]
+    connection.validate_thread_sharing()
+    wrapped = LoggedCursor(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
+    with wrapped as cursor:
         yield cursor
+
+
+class LoggedCursor(CursorDebugWrapper):
+    """Django's debug cursor, logging each statement with its parameters in it.
+
+    Django reads the statement back from the psycopg cursor, which a server-side-binding
+    cursor does not keep; it composes it as Django's own server-side binding does.
+    """
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(_composed(self.db, sql, params), params):
+            return CursorWrapper.execute(self, sql, params)
+
+
+def _composed(connection: BaseDatabaseWrapper, sql: str, params: Any) -> str:
+    if params is None:
+        return sql
+    from psycopg.errors import DataError
+
+    try:
+        return str(connection.ops.compose_sql(sql, params))  # type: ignore[attr-defined]
+    except DataError:  # as Django's own logging of server-side bound statements
+        return sql
 
 
 def copy_rows(cursor: Any, sql: str, write: Callable[[Any], None]) -> None:
