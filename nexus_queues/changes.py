@@ -37,12 +37,16 @@ class Change:
         for item in items:
             if item.pk in ids:
                 # Every value is read before any is written, as SQL's SET does.
-                new = {c: item.__dict__[v.name] if isinstance(v, Column) else v for c, v in self.values}
-                item.__dict__.update(new)
+                item.__dict__.update({c: _raw(item, v.name) if isinstance(v, Column) else v for c, v in self.values})
 
     def as_update(self) -> dict[str, Any]:
         """The change as ``QuerySet.update()`` keyword arguments."""
         return {c: F(v.name) if isinstance(v, Column) else v for c, v in self.values}
+
+
+def _raw(item: Any, name: str) -> Any:
+    """The column's value as the item holds it, a stored message left unvalidated."""
+    return item.__dict__[name] if name in item.__dict__ else getattr(item, name)
 
 
 _NO_LEASE = (("lease_expires_at", None),)
