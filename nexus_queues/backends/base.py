@@ -109,10 +109,16 @@ class Backend:
             return int(cursor.lastrowid)
 
     def insert_many(
-        self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, notify: bool, return_ids: bool = False
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
     ) -> tuple[int, ...] | None:
-        """Insert rows with known statuses in batched multi-row statements (inside a transaction);
-        with ``return_ids``, return their ids in the order of ``rows``."""
+        """Insert rows in batched multi-row statements (inside a transaction), ``default_status`` for
+        those without a status; with ``return_ids``, return their ids in the order of ``rows``."""
         table = self.quote(model._meta.db_table)
         placeholders = "(" + marks(INSERT_COLUMNS) + ")"
         returning = " RETURNING id" if return_ids else ""
@@ -121,7 +127,7 @@ class Backend:
         with self.cursor() as cursor:
             for chunk in chunks(rows, settings.BATCH_SIZE):
                 values = ", ".join([placeholders] * len(chunk))
-                params = [adapt(value) for row in chunk for value in row]
+                params = [value for row in chunk for value in self._adapted(row, adapt, default_status)]
                 cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{returning}", params)
                 if return_ids:
                     # Rows take growing ids in VALUES order; RETURNING may list them in any order.
@@ -339,6 +345,13 @@ class Backend:
             return done[value]
 
         return adapt
+
+    def _adapted(self, row: EnqueueRow, adapt: Any, default_status: str | None) -> list[Any]:
+        """The row's values for the driver, ``default_status`` if it has no status."""
+        values = [adapt(value) for value in row]
+        if row.status is None:
+            values[STATUS_INDEX] = default_status
+        return values
 
     def _values(self, model: type[QueueItem], rows: Sequence[EnqueueRow]) -> tuple[str, list[Any]]:
         """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""

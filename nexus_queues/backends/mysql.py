@@ -33,11 +33,21 @@ class MySQLBackend(Backend):
     claim_lock = "FOR UPDATE SKIP LOCKED"
 
     def insert_many(
-        self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, notify: bool, return_ids: bool = False
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
     ) -> tuple[int, ...] | None:
         if not return_ids or self.connection.features.can_return_rows_from_bulk_insert:
-            return super().insert_many(model, rows, notify=notify, return_ids=return_ids)
+            return super().insert_many(
+                model, rows, default_status=default_status, notify=notify, return_ids=return_ids
+            )
         # MySQL (not MariaDB) has no INSERT ... RETURNING: each row's own insert tells its id.
+        if default_status is not None:
+            rows = [row if row.status is not None else row._replace(status=default_status) for row in rows]
         last = len(rows) - 1
         return tuple(self.insert_one(model, row, notify=notify and i == last) for i, row in enumerate(rows))
 

@@ -44,7 +44,13 @@ class PostgresBackend(Backend):
             yield cursor
 
     def insert_many(
-        self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, notify: bool, return_ids: bool = False
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
     ) -> tuple[int, ...] | None:
         # COPY returns nothing: asked for ids, take them from the sequence first (one statement) and COPY them too.
         adapt = self._memo_adapt()
@@ -53,10 +59,10 @@ class PostgresBackend(Backend):
         def write(copy: Any) -> None:
             if ids is None:
                 for row in rows:
-                    copy.write_row([adapt(value) for value in row])
+                    copy.write_row(self._adapted(row, adapt, default_status))
             else:
                 for row_id, row in zip(ids, rows, strict=True):
-                    copy.write_row([row_id, *[adapt(value) for value in row]])
+                    copy.write_row([row_id, *self._adapted(row, adapt, default_status)])
 
         with self.cursor() as cursor:
             ids = self._next_ids(cursor, table, len(rows)) if return_ids else None
