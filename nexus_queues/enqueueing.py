@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import signals
+from .backends import Backend, EnqueueRow, backend_for
 from .conf import settings
-from .engines import STATUS_INDEX, Engine, engine_for
 from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
@@ -62,24 +62,24 @@ def enqueue(
     message_class = _message_class([message])
     placement = _placement(at, delay, status, expires_at, headers)
     row = _row(message, placement, timezone.now())
-    engine = engine_for(message_class.queue_options.database)
+    backend = backend_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     if not message_class.has_identity:
-        row_id = engine.insert_one(message_class.queue_model, row, notify=notify)
+        row_id = backend.insert_one(message_class.queue_model, row, notify=notify)
         result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
-        signals.send(signals.enqueued, message_class, engine.alias, result=result)
+        signals.send(signals.enqueued, message_class, backend.alias, result=result)
         return result
     idempotent = message_class.queue_options.idempotent
     model = message_class.queue_model
 
     def store() -> EnqueueResult:
-        with transaction.atomic(using=engine.alias) if return_ids else nullcontext():
-            stored = engine.upsert(model, [row], idempotent=idempotent, notify=notify)
+        with transaction.atomic(using=backend.alias) if return_ids else nullcontext():
+            stored = backend.upsert(model, [row], idempotent=idempotent, notify=notify)
             result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
-            return _with_ids(engine, message_class, result) if return_ids else result
+            return _with_ids(message_class, result) if return_ids else result
 
-    result = retried(engine.alias, store)
-    signals.send(signals.enqueued, message_class, engine.alias, result=result)
+    result = retried(backend.alias, store)
+    signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
 
@@ -106,48 +106,57 @@ def enqueue_many(
     placement = _placement(at, delay, status, expires_at, headers)
     now = timezone.now()
     rows = _rows(messages, placement, now)
-    engine = engine_for(message_class.queue_options.database)
+    backend = backend_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
 
     def store() -> EnqueueResult:
-        with transaction.atomic(using=engine.alias):
+        with transaction.atomic(using=backend.alias):
+            default = None
             if placement.status is None:
-                engine.take_write_lock()  # before reading: SQLite fails a read lock's upgrade at once
-                default = engine.default_status(message_class.queue_model)
-                for row in rows:
-                    row[STATUS_INDEX] = default
+                backend.take_write_lock()  # before reading: SQLite fails a read lock's upgrade at once
+                default = backend.default_status(message_class.queue_model)
             if not message_class.has_identity:
-                ids = engine.insert_many(message_class.queue_model, rows, notify=notify, return_ids=return_ids)
+                ids = backend.insert_many(
+                    message_class.queue_model, rows, default_status=default, notify=notify, return_ids=return_ids
+                )
                 return EnqueueResult(stored=tuple(messages), ids=ids)
-            result = _upsert_many(engine, message_class, messages, rows, notify)
-            return _with_ids(engine, message_class, result) if return_ids else result
+            placed = rows if default is None else [row._replace(status=default) for row in rows]
+            result = _upsert_many(backend, message_class, messages, placed, notify)
+            return _with_ids(message_class, result) if return_ids else result
 
-    result = retried(engine.alias, store)
-    signals.send(signals.enqueued, message_class, engine.alias, result=result)
+    result = retried(backend.alias, store)
+    signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
 
 def _upsert_many(
-    engine: Engine, message_class: type[QueueMessage], messages: list[QueueMessage], rows: list[list[Any]], notify: bool
+    backend: Backend,
+    message_class: type[QueueMessage],
+    messages: list[QueueMessage],
+    rows: list[EnqueueRow],
+    notify: bool,
 ) -> EnqueueResult:
     idempotent = message_class.queue_options.idempotent
-    last: dict[str, int] = {row[0]: i for i, row in enumerate(rows)}
-    earlier = [i for i, row in enumerate(rows) if last[row[0]] != i]
+    last: dict[str | None, int] = {row.message_id: i for i, row in enumerate(rows)}
+    earlier = [i for i, row in enumerate(rows) if last[row.message_id] != i]
     finals = sorted(last.values())
     finals_rows = [rows[i] for i in finals]
-    stored_ids = engine.upsert(message_class.queue_model, finals_rows, idempotent=idempotent, notify=notify)
-    repeated = {i for i in earlier if idempotent and rows[i][2] == rows[last[rows[i][0]]][2]}
+    stored_ids = backend.upsert(message_class.queue_model, finals_rows, idempotent=idempotent, notify=notify)
+    repeated = {
+        i for i in earlier if idempotent and rows[i].message_hash == rows[last[rows[i].message_id]].message_hash
+    }
+    stored = [i for i in finals if rows[i].message_id in stored_ids]
     return EnqueueResult(
-        stored=tuple(messages[i] for i in finals if rows[i][0] in stored_ids),
-        discarded=tuple(messages[i] for i in sorted({*repeated, *(i for i in finals if rows[i][0] not in stored_ids)})),
+        stored=tuple(messages[i] for i in stored),
+        discarded=tuple(messages[i] for i in sorted({*repeated, *(set(finals) - set(stored))})),
         superseded=tuple(messages[i] for i in earlier if i not in repeated),
     )
 
 
-def _with_ids(engine: Engine, message_class: type[QueueMessage], result: EnqueueResult) -> EnqueueResult:
+def _with_ids(message_class: type[QueueMessage], result: EnqueueResult) -> EnqueueResult:
     """``result`` with the ids of the rows holding its stored messages, read in the caller's transaction."""
     wanted = [message_id_of(message) for message in result.stored]
-    rows = message_class.queue_model.objects.using(engine.alias)
+    rows = message_class.queue_items()
     found: dict[str | None, int] = {}
     for start in range(0, len(wanted), 1000):
         found.update(rows.filter(message_id__in=wanted[start : start + 1000]).values_list("message_id", "id"))
@@ -208,7 +217,7 @@ def _check_datetime(name: str, value: datetime | None) -> None:
     check_datetime(name, value)
 
 
-def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) -> list[list[Any]]:
+def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) -> list[EnqueueRow]:
     rows = []
     for index, message in enumerate(messages):
         try:
@@ -218,9 +227,10 @@ def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) ->
     return rows
 
 
-def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[Any]:
+def _row(message: QueueMessage, placement: _Placement, now: datetime) -> EnqueueRow:
     text = canonical_json(message)
-    return [
+    # Positional: this runs once per message of a batch, and keywords cost more than the rest.
+    return EnqueueRow(
         message_id_of(message),
         text,
         json_hash(text),
@@ -230,4 +240,4 @@ def _row(message: QueueMessage, placement: _Placement, now: datetime) -> list[An
         placement.expires_at,
         now,
         now,
-    ]
+    )

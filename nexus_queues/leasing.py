@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from . import signals
-from .engines import engine_for
+from .backends import backend_for
 from .exceptions import InvalidArgument
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
@@ -39,8 +39,8 @@ def lease(
         raise InvalidArgument(f"lease_time must be a positive timedelta, got {lease_time!r}.")
     message_class = registry.resolve(queue)
     now = now or timezone.now()
-    engine = engine_for(message_class.queue_options.database)
-    items = engine.claim(
+    backend = backend_for(message_class.queue_options.database)
+    items = backend.claim(
         message_class.queue_model,
         count,
         now=now,
@@ -60,8 +60,7 @@ def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
 
 def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
     """Turn the queue's expired leases into Abandoned, in one statement; how many."""
-    rows = message_class.queue_model.objects.using(message_class.queue_options.database)
-    count = rows.lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    count = message_class.queue_items().lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
     if count:
         signals.send(signals.abandoned, message_class, message_class.queue_options.database, count=count, now=now)
     return count

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
-from .engines import engine_for
+from .backends import backend_for
 from .models import index_name
 
 
@@ -47,5 +47,5 @@ class AddMessageSearchIndex(Operation):
         if not self.allow_migrate_model(alias, model):
             return
         table = model._meta.db_table
-        for sql in getattr(engine_for(alias), statements)(table, index_name(table, "search")):
+        for sql in getattr(backend_for(alias), statements)(table, index_name(table, "search")):
             schema_editor.execute(sql)

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from django.db import DatabaseError, connections, transaction
 
-from .engines import engine_for
+from .backends import backend_for
 
 logger = logging.getLogger("nexus_queues")
 
@@ -32,12 +32,12 @@ def retried(alias: str, work: Callable[[], T]) -> T:
     """
     if connections[alias].in_atomic_block:
         return work()
-    engine = engine_for(alias)
+    backend = backend_for(alias)
     for attempt in range(1, ATTEMPTS):
         try:
             return work()
         except DatabaseError as exc:
-            if not engine.is_deadlock(exc):
+            if not backend.is_deadlock(exc):
                 raise
             logger.info(
                 "Deadlock victim on %s (attempt %s of %s), running it again: %s",

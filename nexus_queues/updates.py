@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.core.exceptions import FieldError, ValidationError
 from django.utils import timezone
 
-from . import signals
-from .engines import Engine, engine_for
+from . import changes, signals
+from .backends import backend_for
+from .changes import Change
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
-from .failures import describe as _describe
 from .limits import check_datetime
 from .registry import registry
 from .retries import retried
@@ -26,55 +27,25 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("nexus_queues")
 
-_CLEAR_LEASE = "lease_expires_at = NULL"
-_CLEAR_ERROR = "error_type = '', error_message = '', error_traceback = ''"
-
 
 def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -> list[int]:
     """Processed (the message becomes the previous version), or deleted when the queue keeps
     no processed messages. Only rows still leased by their item's lease change; returns their ids."""
-    now = now or timezone.now()
-
-    def complete(engine: Engine, model: type[QueueItem], correlation_id: str, batch: list[QueueItem]) -> list[int]:
-        ids = [item.pk for item in batch]
-        if not model.message_class.queue_options.keeps_processed:
-            return engine.delete_leased(model, ids, correlation_id)
-        changed = engine.update_leased(
-            model,
-            ids,
-            correlation_id,
-            f"status = %s, previous_message = message, processed_at = %s, updated_at = %s, "
-            f"{_CLEAR_LEASE}, {_CLEAR_ERROR}",
-            [Status.PROCESSED, engine.adapt(now), engine.adapt(now)],
-        )
-        _apply(batch, changed, status=Status.PROCESSED, processed_at=now, updated_at=now, lease_expires_at=None)
-        return changed
-
-    items = list(items)
-    changed = _per_lease(items, "processed", complete)
-    signals.send_items(signals.processed, items, changed)
-    return changed
+    change = changes.processed(now or timezone.now())
+    done: list[QueueItem] = []
+    for lease in _leases(items):
+        keeps = lease.model.message_class.queue_options.keeps_processed
+        done += _changed(lease, _change(lease, change) if keeps else _delete(lease))
+    signals.send_items(signals.processed, done)
+    return [item.pk for item in done]
 
 
 def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
     """Error, keeping the exception's type, message and traceback."""
-    now = now or timezone.now()
-    error = _describe(exc)
-    items = list(items)
-    changed = _fenced(
-        items,
-        "error",
-        f"status = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, {_CLEAR_LEASE}",
-        lambda e: [Status.ERROR, *error, e.adapt(now)],
-        status=Status.ERROR,
-        error_type=error[0],
-        error_message=error[1],
-        error_traceback=error[2],
-        updated_at=now,
-        lease_expires_at=None,
-    )
-    signals.send_items(signals.failed, items, changed, exc=exc)
-    return changed
+    change = changes.failed(exc, now or timezone.now())
+    done = [item for lease in _leases(items) for item in _changed(lease, _change(lease, change))]
+    signals.send_items(signals.failed, done, exc=exc)
+    return [item.pk for item in done]
 
 
 def reschedule(
@@ -85,19 +56,7 @@ def reschedule(
     ``reset_attempts`` starts the attempt count afresh (a job asked to run again later after a success).
     """
     _check_at("reschedule", at)
-    now = now or timezone.now()
-    attempts = ", attempts = 0" if reset_attempts else ""
-    return _fenced(
-        items,
-        "rescheduled",
-        f"status = %s, process_at = %s, updated_at = %s, {_CLEAR_LEASE}{attempts}",
-        lambda e: [Status.SLEEPING, e.adapt(at), e.adapt(now)],
-        status=Status.SLEEPING,
-        process_at=at,
-        updated_at=now,
-        lease_expires_at=None,
-        **({"attempts": 0} if reset_attempts else {}),
-    )
+    return _fenced(items, changes.rescheduled(at, now or timezone.now(), reset_attempts=reset_attempts))
 
 
 def retry_later(
@@ -105,50 +64,17 @@ def retry_later(
 ) -> list[int]:
     """Sleeping until ``at`` for another attempt, keeping the exception that failed this one."""
     _check_at("retry_later", at)
-    now = now or timezone.now()
-    error = _describe(exc)
-    return _fenced(
-        items,
-        "retried",
-        f"status = %s, process_at = %s, error_type = %s, error_message = %s, error_traceback = %s, updated_at = %s, "
-        f"{_CLEAR_LEASE}",
-        lambda e: [Status.SLEEPING, e.adapt(at), *error, e.adapt(now)],
-        status=Status.SLEEPING,
-        process_at=at,
-        error_type=error[0],
-        error_message=error[1],
-        error_traceback=error[2],
-        updated_at=now,
-        lease_expires_at=None,
-    )
+    return _fenced(items, changes.retried_later(exc, at, now or timezone.now()))
 
 
 def renew_leases(items: Iterable[QueueItem], until: datetime, *, now: datetime | None = None) -> list[int]:
     """Extend the leases still held by their item's lease to ``until`` (a running job's heartbeat)."""
-    now = now or timezone.now()
-    return _fenced(
-        items,
-        "renewed",
-        "lease_expires_at = %s, updated_at = %s",
-        lambda e: [e.adapt(until), e.adapt(now)],
-        lease_expires_at=until,
-        updated_at=now,
-    )
+    return _fenced(items, changes.renewed(until, now or timezone.now()))
 
 
 def set_status(items: Iterable[QueueItem], status: str, *, now: datetime | None = None) -> list[int]:
     """Any status but Leased and Sleeping (a custom status hides the rows from workers)."""
-    status = validate_settable_status(status)
-    now = now or timezone.now()
-    return _fenced(
-        items,
-        f"set {status}",
-        f"status = %s, updated_at = %s, {_CLEAR_LEASE}",
-        lambda e: [status, e.adapt(now)],
-        status=status,
-        updated_at=now,
-        lease_expires_at=None,
-    )
+    return _fenced(items, changes.status_set(validate_settable_status(status), now or timezone.now()))
 
 
 def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: Any) -> int:
@@ -159,11 +85,11 @@ def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: An
     """
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
-    engine = engine_for(message_class.queue_options.database)
-    values = {"status": status, "lease_expires_at": None, "updated_at": timezone.now()}
+    backend = backend_for(message_class.queue_options.database)
+    values = changes.status_set(status, timezone.now()).as_update()
     try:
-        matching = message_class.queue_model.objects.using(engine.alias).filter(**lookups)
-        return retried(engine.alias, lambda: engine.update_matching(matching, values))
+        matching = message_class.queue_items().filter(**lookups)
+        return retried(backend.alias, partial(backend.update_matching, matching, values))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
 
@@ -191,7 +117,7 @@ def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> No
 def default_status(queue: type[QueueMessage] | str) -> str:
     """The status new messages of the queue get now."""
     message_class = registry.resolve(queue)
-    return engine_for(message_class.queue_options.database).default_status(message_class.queue_model)
+    return backend_for(message_class.queue_options.database).default_status(message_class.queue_model)
 
 
 def dispatch_due(now: datetime | None = None) -> dict[str, int]:
@@ -199,11 +125,10 @@ def dispatch_due(now: datetime | None = None) -> dict[str, int]:
     now = now or timezone.now()
     counts = {}
     for message_class in registry:
-        engine = engine_for(message_class.queue_options.database)
-        rows = message_class.queue_model.objects.using(engine.alias)
-        counts[message_class.queue_name()] = moved = rows.due(now).update(status=Status.PENDING, updated_at=now)
+        moved = message_class.queue_items().due(now).update(status=Status.PENDING, updated_at=now)
+        counts[message_class.queue_name()] = moved
         if moved:
-            engine.notify(message_class.queue_name())
+            backend_for(message_class.queue_options.database).notify(message_class.queue_name())
     return counts
 
 
@@ -213,58 +138,60 @@ def _check_at(function: str, at: datetime) -> None:
     check_datetime("at", at)
 
 
-def _leases(items: Iterable[QueueItem]) -> list[tuple[type[QueueItem], str, list[QueueItem]]]:
+class _Lease(NamedTuple):
+    model: type[QueueItem]
+    correlation_id: str
+    items: list[QueueItem]
+
+
+def _leases(items: Iterable[QueueItem]) -> list[_Lease]:
     groups: dict[tuple[type[QueueItem], str], list[QueueItem]] = defaultdict(list)
     for item in items:
         if item.correlation_id is None:
             raise InvalidMessage(f"{item} was never leased; lease it before completing it.")
         groups[type(item), item.correlation_id].append(item)
-    return [(model, cid, batch) for (model, cid), batch in groups.items()]
+    return [_Lease(model, cid, batch) for (model, cid), batch in groups.items()]
 
 
-def _per_lease(items: Iterable[QueueItem], what: str, act: Callable[..., list[int]]) -> list[int]:
-    """``act(engine, model, correlation_id, batch)`` per lease; returns the ids it changed, logs the rest."""
+def _fenced(items: Iterable[QueueItem], change: Change) -> list[int]:
+    """``change`` on the rows still leased by their item's lease, and on those items; the ids changed."""
     done = []
-    for model, correlation_id, batch in _leases(items):
-        engine = engine_for(model.message_class.queue_options.database)
-        changed = retried(engine.alias, lambda: act(engine, model, correlation_id, batch))  # noqa: B023  (called here)
-        done += _report(model, correlation_id, batch, changed, what)
+    for lease in _leases(items):
+        done += _change(lease, change)
     return done
 
 
-def _fenced(items: Iterable[QueueItem], what: str, assignments: str, params: Any, **fields: Any) -> list[int]:
-    """``SET assignments`` on the rows still leased by their item's lease; ``fields`` mirror it on the items."""
-
-    def update(engine: Engine, model: type[QueueItem], correlation_id: str, batch: list[QueueItem]) -> list[int]:
-        changed = engine.update_leased(model, [i.pk for i in batch], correlation_id, assignments, params(engine))
-        _apply(batch, changed, **fields)
-        return changed
-
-    return _per_lease(items, what, update)
+def _changed(lease: _Lease, ids: Sequence[int]) -> list[QueueItem]:
+    """The lease's items whose rows changed (``ids``), in the lease's order."""
+    wanted = set(ids)
+    return [item for item in lease.items if item.pk in wanted]
 
 
-def _apply(batch: Sequence[QueueItem], changed: Sequence[int], **fields: Any) -> None:
-    ids = set(changed)
-    for item in batch:
-        if item.pk in ids:
-            item.__dict__.update(fields)
+def _change(lease: _Lease, change: Change) -> list[int]:
+    backend = backend_for(lease.model.message_class.queue_options.database)
+    ids = [item.pk for item in lease.items]
+    changed = retried(backend.alias, partial(backend.update_leased, lease.model, ids, lease.correlation_id, change))
+    change.apply(lease.items, changed)
+    return _report(lease, changed, change.name)
 
 
-def _report(
-    model: type[QueueItem], correlation_id: str, batch: Sequence[QueueItem], changed: Sequence[int], what: str
-) -> list[int]:
-    lost = sorted({item.pk for item in batch} - set(changed))
+def _delete(lease: _Lease) -> list[int]:
+    backend = backend_for(lease.model.message_class.queue_options.database)
+    ids = [item.pk for item in lease.items]
+    deleted = retried(backend.alias, partial(backend.delete_leased, lease.model, ids, lease.correlation_id))
+    return _report(lease, deleted, "processed")
+
+
+def _report(lease: _Lease, changed: Sequence[int], what: str) -> list[int]:
+    lost = sorted({item.pk for item in lease.items} - set(changed))
+    queue = lease.model.message_class.queue_name()
     if lost:
         logger.warning(
             "Lease lost on %s message(s) %s of queue %s; not %s, rows left as they are.",
             len(lost),
             lost,
-            model.message_class.queue_name(),
+            queue,
             what,
-            extra={
-                "action": "lease_lost",
-                "queue": model.message_class.queue_name(),
-                "nexus.correlation_id": correlation_id,
-            },
+            extra={"action": "lease_lost", "queue": queue, "nexus.correlation_id": lease.correlation_id},
         )
     return list(changed)

@@ -11,8 +11,8 @@ from django.db import reset_queries, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from ..backends import backend_for
 from ..conf import settings
-from ..engines import engine_for
 from ..messages import QueueMessage
 from ..quarantine import read_around
 from ..registry import registry
@@ -64,16 +64,16 @@ class Dispatcher:
 def move_due(message_class: type[QueueMessage], now: datetime, limit: int) -> int:
     """Make up to ``limit`` of the queue's messages due at ``now`` Pending, the earliest first, in one transaction
     that skips rows another dispatcher holds; wake the queue's workers. Unreadable rows become Error."""
-    engine = engine_for(message_class.queue_options.database)
-    with transaction.atomic(using=engine.alias):
-        engine.take_write_lock()
-        due = _rows(message_class).due(now).order_by("process_at", "id")
+    backend = backend_for(message_class.queue_options.database)
+    with transaction.atomic(using=backend.alias):
+        backend.take_write_lock()
+        due = message_class.queue_items().due(now).order_by("process_at", "id")
         ids = read_around(lambda: _lock(due, limit), due, limit)
-        moved = _rows(message_class).sleeping().filter(pk__in=ids).update(
+        moved = message_class.queue_items().sleeping().filter(pk__in=ids).update(
             status=Status.PENDING, updated_at=timezone.now()
         ) if ids else 0
         if moved:
-            engine.notify(message_class.queue_name())
+            backend.notify(message_class.queue_name())
     if moved:
         logger.info("Dispatched %s due message(s) of queue %s.", moved, message_class.queue_name(),
                     extra={"action": "dispatched"})
@@ -82,7 +82,7 @@ def move_due(message_class: type[QueueMessage], now: datetime, limit: int) -> in
 
 def next_due(message_class: type[QueueMessage]) -> datetime | None:
     """When the queue's next Sleeping message is due, None when none sleeps; unreadable rows become Error."""
-    sleeping = _rows(message_class).sleeping().order_by("process_at")
+    sleeping = message_class.queue_items().sleeping().order_by("process_at")
     return read_around(lambda: sleeping.aggregate(t=Min("process_at"))["t"], sleeping)
 
 
@@ -122,9 +122,6 @@ class DispatchLoop:
             reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})
 
-
-def _rows(message_class: type[QueueMessage]) -> Any:
-    return message_class.queue_model.objects.using(message_class.queue_options.database)
 
 
 def _lock(due: Any, limit: int) -> list[Any]:

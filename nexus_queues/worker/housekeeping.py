@@ -53,16 +53,13 @@ def _purge(message_class: type[QueueMessage], now: datetime) -> int:
     keep = _kept_for(message_class)
     if keep is None:
         return 0
-    return _delete_in_batches(_rows(message_class).filter(status=Status.PROCESSED, processed_at__lt=now - keep))
+    return _delete_in_batches(message_class.queue_items().filter(status=Status.PROCESSED, processed_at__lt=now - keep))
 
 
 def _drop(message_class: type[QueueMessage], now: datetime) -> int:
     waiting = Q(status=Status.PENDING) | Q(status=Status.SLEEPING)
-    return _delete_in_batches(_rows(message_class).filter(waiting, expires_at__lte=now))
+    return _delete_in_batches(message_class.queue_items().filter(waiting, expires_at__lte=now))
 
-
-def _rows(message_class: type[QueueMessage]) -> QueueItemQuerySet:
-    return message_class.queue_model.objects.using(message_class.queue_options.database)
 
 
 def _delete_in_batches(rows: QueueItemQuerySet) -> int:

@@ -187,8 +187,7 @@ class Worker:
         return self.queue_breakers[job.message_class.queue_name()]
 
     def _peek(self, job: type[QueueJob]) -> int:
-        options = job.message_class.queue_options
-        return job.message_class.queue_model.objects.using(options.database).pending()[: self.max_peek].count()
+        return job.message_class.queue_items().pending()[: self.max_peek].count()
 
     def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
         """Runs for the peeked messages, at most ``concurrency`` at once; True if any were leased.

@@ -7,7 +7,7 @@ import os
 import select
 from collections.abc import Iterable
 
-from ..engines import Listener, engine_for
+from ..backends import Listener, backend_for
 
 logger = logging.getLogger("nexus_queues.wakeups")
 
@@ -24,7 +24,7 @@ class Wakeups:
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
-        self._aliases = [a for a in dict.fromkeys(aliases) if listen and engine_for(a).can_listen]
+        self._aliases = [a for a in dict.fromkeys(aliases) if listen and backend_for(a).can_listen]
         self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
@@ -40,7 +40,7 @@ class Wakeups:
         for alias in self._aliases:
             if alias not in self._listeners:
                 try:
-                    self._listeners[alias] = engine_for(alias).listen()
+                    self._listeners[alias] = backend_for(alias).listen()
                     logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
                 except Exception as exc:  # the driver's own errors, e.g. the server is down
                     logger.warning(

@@ -9,8 +9,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
+from nexus_queues.backends import backend_for
 from nexus_queues.conf import settings as nexus_settings
-from nexus_queues.engines import engine_for
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.worker.breaker import FIRST_BACKOFF
 from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
@@ -55,7 +55,7 @@ def test_move_due__moves_only_sleeping_rows():
 
 def test_move_due__wakes_the_queues_workers():
     """Moving due messages wakes the loops that listen for the queue once the move commits."""
-    if not engine_for("default").can_listen:
+    if not backend_for("default").can_listen:
         pytest.skip("no wake-up transport on this host")
     enqueue(Greeting(name="x"), at=at(-1))
     wakeups = Wakeups(["default"], listen=True)

@@ -1,8 +1,8 @@
-"""Wake-ups between processes on one host, for databases without LISTEN/NOTIFY (SQLite, MariaDB).
+"""The wake-up transports: PostgreSQL's LISTEN/NOTIFY, and local sockets where the database has none.
 
-Each waiting loop binds a UNIX datagram socket in a folder per database; a committed enqueue
-sends every socket there the queue's name. Processes of other hosts (or other users) are not
-reached: they find their messages by polling, as before.
+Without LISTEN/NOTIFY (SQLite, MariaDB) each waiting loop binds a UNIX datagram socket in a folder
+per database; a committed enqueue sends every socket there the queue's name. Processes of other
+hosts (or other users) are not reached: they find their messages by polling, as before.
 """
 
 from __future__ import annotations
@@ -14,11 +14,24 @@ import secrets
 import socket
 import tempfile
 from pathlib import Path
+from typing import Any, Protocol
 
 logger = logging.getLogger("nexus_queues.wakeups")
 
 AVAILABLE = hasattr(socket, "AF_UNIX")
 """Can this platform wake local loops (it has UNIX sockets)?"""
+
+
+class Listener(Protocol):
+    """What a waiting loop selects on to hear of new messages."""
+
+    def fileno(self) -> int: ...
+
+    def received(self) -> set[str]:
+        """The queue names notified since the last call."""
+        ...
+
+    def close(self) -> None: ...
 
 
 def _folder(database: str) -> Path:
@@ -73,3 +86,29 @@ def wake(database: str, queue: str) -> None:
                 path.unlink(missing_ok=True)  # left by a process that was killed
             except OSError as exc:  # full (it has wake-ups waiting already) or another user's
                 logger.debug("No wake-up sent to %s: %s", path, exc)
+
+
+class NotifyListener:
+    """A LISTENing psycopg connection, read like a local listener; it hears every host's enqueues."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    @classmethod
+    def connect(cls, params: dict[str, Any], channel: str) -> NotifyListener:
+        """A new autocommit connection from Django's connection ``params``, listening on ``channel``."""
+        import psycopg
+
+        kept = {k: params[k] for k in ("dbname", "user", "password", "host", "port", "sslmode") if k in params}
+        connection = psycopg.connect(**kept, autocommit=True)
+        connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+        return cls(connection)
+
+    def fileno(self) -> int:
+        return int(self.connection.fileno())
+
+    def received(self) -> set[str]:
+        return {notice.payload for notice in self.connection.notifies(timeout=0)}
+
+    def close(self) -> None:
+        self.connection.close()

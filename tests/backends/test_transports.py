@@ -8,17 +8,17 @@ import tempfile
 
 import pytest
 
-from nexus_queues import local_wakeups
-from nexus_queues.local_wakeups import LocalListener, wake
+from nexus_queues.backends import transports
+from nexus_queues.backends.transports import LocalListener, wake
 
-pytestmark = pytest.mark.skipif(not local_wakeups.AVAILABLE, reason="no UNIX sockets on this platform")
+pytestmark = pytest.mark.skipif(not transports.AVAILABLE, reason="no UNIX sockets on this platform")
 
 
 @pytest.fixture
 def database(monkeypatch):
     """A database name of this test alone, its sockets in a short temporary folder (socket paths are short)."""
     folder = tempfile.mkdtemp(prefix="nq", dir="/tmp" if os.path.isdir("/tmp") else None)
-    monkeypatch.setattr(local_wakeups.tempfile, "gettempdir", lambda: folder)
+    monkeypatch.setattr(transports.tempfile, "gettempdir", lambda: folder)
     yield f"sqlite://{folder}/db.sqlite3"
     shutil.rmtree(folder)
 

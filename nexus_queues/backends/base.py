@@ -1,0 +1,391 @@
+"""SQL that works on every engine, and the capability flags the engines' backends set."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+from django.apps import apps
+from django.db import DatabaseError, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Q, QuerySet
+
+from ..changes import Change, Column
+from ..conf import settings
+from ..quarantine import read_around
+from ..status import Status
+from . import hydration, transports
+from .transports import Listener
+
+if TYPE_CHECKING:
+    from ..models import JobRun, QueueItem
+
+
+class EnqueueRow(NamedTuple):
+    """The columns every enqueue writes, in this order; the rest take their database defaults."""
+
+    message_id: str | None
+    message: str
+    message_hash: str
+    headers: str
+    status: str | None
+    """None: the queue's default status when the row is written."""
+    process_at: datetime | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+INSERT_COLUMNS = EnqueueRow._fields
+STATUS_INDEX = INSERT_COLUMNS.index("status")
+
+# A new version of a message with identity replaces the stored one: these columns change.
+REPLACED_COLUMNS = ("message", "headers", "status", "process_at", "expires_at", "updated_at")
+RESET_ON_REPLACE = (
+    ("attempts", "0"),
+    ("lease_expires_at", "NULL"),
+    ("error_type", "''"),
+    ("error_message", "''"),
+    ("error_traceback", "''"),
+)
+
+# Claim up to N Pending, unexpired rows in FIFO order and lease them, in one statement.
+CLAIM_SQL = """
+UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s,
+       attempts = attempts + 1, updated_at = %s
+ WHERE {claimed_ids}
+RETURNING {columns}"""
+PICK_SQL = """SELECT id FROM {table} WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
+               ORDER BY id LIMIT %s {lock}"""
+
+_QUOTED_COLUMNS: dict[tuple[str, bool], str] = {}
+_DEFAULT_STATUS_SQL: dict[str, str] = {}
+CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
+
+
+class Backend:
+    """SQL that works on every engine; subclasses override what their engine does better."""
+
+    can_listen: ClassVar[bool] = transports.AVAILABLE
+    """Can idle loops listen for :meth:`notify`? (Everywhere but on platforms without UNIX sockets.)"""
+
+    claim_lock: ClassVar[str] = ""
+    """What does the claim subquery add so that concurrent leases skip each other's rows?"""
+
+    claimed_ids: ClassVar[str] = "id IN ({pick})"
+    """Which rows does a claim lease, from the ids the ``pick`` subquery chose?"""
+
+    held_ids: ClassVar[str] = "{held}"
+    """Which rows does a fenced change touch, from the ``held`` conditions (locking them in id order first)?"""
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.connection = connection
+        self.alias = connection.alias
+
+    def quote(self, name: str) -> str:
+        """A quoted identifier."""
+        return self.connection.ops.quote_name(name)
+
+    def adapt(self, value: datetime | None) -> Any:
+        """A datetime as this engine's driver wants it in raw SQL."""
+        return self.connection.ops.adapt_datetimefield_value(value)
+
+    def cursor(self) -> Any:
+        """A cursor for the statements below (Django's, on the queue's connection)."""
+        return self.connection.cursor()
+
+    # --- enqueue -------------------------------------------------------------------
+
+    def insert_one(self, model: type[QueueItem], row: EnqueueRow, *, notify: bool) -> int:
+        """Insert one row; a ``None`` status means the queue's current default status. Returns its id."""
+        sql, params = self._values(model, [row])
+        with self.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {sql}", params)
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+            return int(cursor.lastrowid)
+
+    def insert_many(
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
+    ) -> tuple[int, ...] | None:
+        """Insert rows in batched multi-row statements (inside a transaction), ``default_status`` for
+        those without a status; with ``return_ids``, return their ids in the order of ``rows``."""
+        table = self.quote(model._meta.db_table)
+        placeholders = "(" + marks(INSERT_COLUMNS) + ")"
+        returning = " RETURNING id" if return_ids else ""
+        adapt = self._memo_adapt()
+        ids: list[int] = []
+        with self.cursor() as cursor:
+            for chunk in chunks(rows, settings.BATCH_SIZE):
+                values = ", ".join([placeholders] * len(chunk))
+                params = [value for row in chunk for value in self._adapted(row, adapt, default_status)]
+                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{returning}", params)
+                if return_ids:
+                    # Rows take growing ids in VALUES order; RETURNING may list them in any order.
+                    ids += sorted(r[0] for r in cursor.fetchall())
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+        return tuple(ids) if return_ids else None
+
+    def upsert(
+        self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, idempotent: bool, notify: bool
+    ) -> set[str]:
+        """Insert or replace rows by message id; return the ids stored (idempotent duplicates are not)."""
+        table = self.quote(model._meta.db_table)
+        pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
+        replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
+        guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
+        stored: set[str] = set()
+        with self.cursor() as cursor:
+            for chunk in chunks(by_message_id(rows), 1000):
+                values, params = self._values(model, chunk)
+                sql = (
+                    f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
+                    f"DO UPDATE SET {replaced}{guard} RETURNING message_id"
+                )
+                stored.update(r[0] for r in self._written(cursor, sql, params, model, notify))
+        return stored
+
+    def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
+        """Run a write ending in RETURNING; when ``notify`` and rows were written, wake listeners."""
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        if notify and rows:
+            self.notify(model.message_class.queue_name(), cursor)
+        return rows
+
+    def default_status(self, model: type[QueueItem]) -> str:
+        """The queue's current default enqueue status."""
+        options = model.message_class.queue_options
+        with self.cursor() as cursor:
+            cursor.execute(f"SELECT {self._default_status_sql()}", [options.queue, options.default_status])
+            return str(cursor.fetchone()[0])
+
+    def notify(self, queue: str, cursor: Any = None) -> None:
+        """Wake the idle loops of ``queue`` when this transaction commits: by default those on this host."""
+        if transports.AVAILABLE:
+            database = self.database()
+            transaction.on_commit(lambda: transports.wake(database, queue), using=self.alias)
+
+    def listen(self) -> Listener:
+        """A new listener for the wake-ups of :meth:`notify` (only where :attr:`can_listen`): this host's by default."""
+        return transports.LocalListener(self.database())
+
+    def database(self) -> str:
+        """Names the database (not the alias), the same in every process that uses it."""
+        params = self.connection.settings_dict
+        return f"{self.connection.vendor}://{params['HOST']}:{params['PORT']}/{params['NAME']}"
+
+    def take_write_lock(self) -> None:
+        """Make the open transaction take the engine's write lock now, before it reads rows it will change.
+
+        Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
+        """
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        """Did the database roll the transaction back to break a deadlock (so that running it again is safe)?
+
+        SQLite has no row locks: its transactions that write take the write lock first.
+        """
+        return False
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        """``rows.update(**values)``, taking row locks in id order first where the engine has them; the count."""
+        return rows.update(**values)
+
+    # --- lease and fenced changes ----------------------------------------------------
+
+    def claim(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None = None,
+    ) -> list[QueueItem]:
+        """Lease up to ``count`` Pending rows in FIFO order; return them as leased.
+
+        When anything is leased, ``run`` (if given) is saved in the same transaction with its
+        ``leased`` count, so that every leased row links to a recorded run. A row Python cannot read
+        rolls the claim back, becomes Error (:mod:`~nexus_queues.quarantine`), and the claim is made
+        again; not within a caller's transaction, whose rollback would undo the Error.
+        """
+        claim = partial(
+            self._claim_recording, model, count, now=now, lease_until=lease_until, correlation_id=correlation_id,
+            run=run,
+        )
+        if self.connection.in_atomic_block:
+            return claim()
+        return read_around(claim, self._claimable(model, now), count)
+
+    def _claim_recording(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None,
+    ) -> list[QueueItem]:
+        with transaction.atomic(using=self.alias, savepoint=False):
+            items = self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+            if items and run is not None:
+                run.leased = len(items)
+                run.save(using=self.alias)
+        return items
+
+    def _claimable(self, model: type[QueueItem], now: datetime) -> QuerySet[QueueItem]:
+        """The rows a claim picks from, in its order: Pending and not expired."""
+        unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        return model.objects.using(self.alias).pending().filter(unexpired).order_by("id")
+
+    def _claim(
+        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
+    ) -> list[QueueItem]:
+        sql, params = self._claim_sql(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+        with self.cursor() as cursor:
+            cursor.execute(sql, params)
+            return self._items(model, cursor.fetchall())
+
+    def _claim_sql(
+        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
+    ) -> tuple[str, list[Any]]:
+        """The claim statement, returning every column of the leased rows in the model's field order."""
+        key = (self.connection.vendor, model)
+        if key not in CLAIM_STATEMENTS:
+            columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
+            table = self.quote(model._meta.db_table)
+            pick = PICK_SQL.format(table=table, lock=self.claim_lock)
+            claimed_ids = self.claimed_ids.format(pick=pick)
+            CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
+        params = [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
+        return CLAIM_STATEMENTS[key], params
+
+    def _items(self, model: type[QueueItem], rows: Sequence[Sequence[Any]]) -> list[QueueItem]:
+        return hydration.items(self.connection, model, rows)
+
+    def update_leased(
+        self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, change: Change
+    ) -> list[int]:
+        """Apply ``change`` to the rows still leased by ``correlation_id``; return their ids."""
+        table = self.quote(model._meta.db_table)
+        assignments, params = self._set(change)
+        where, where_params = self._held(table, ids, correlation_id)
+        with self.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where} RETURNING id", [*params, *where_params])
+            return [r[0] for r in cursor.fetchall()]
+
+    def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
+        """Delete the rows still leased by ``correlation_id``; return their ids."""
+        table = self.quote(model._meta.db_table)
+        where, params = self._held(table, ids, correlation_id)
+        with self.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE {where} RETURNING id", params)
+            return [r[0] for r in cursor.fetchall()]
+
+    # --- migration DDL ---------------------------------------------------------------
+
+    def message_search_index_sql(self, table: str, name: str) -> list[str]:
+        """Statements creating an index for the admin's text search in messages; [] where the engine has none."""
+        return []
+
+    def drop_message_search_index_sql(self, table: str, name: str) -> list[str]:
+        """Statements dropping that index."""
+        return []
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _set(self, change: Change) -> tuple[str, list[Any]]:
+        """``change`` as the assignments of ``UPDATE ... SET`` and their parameters."""
+        assignments, params = [], []
+        for column, value in change.values:
+            if isinstance(value, Column):
+                assignments.append(f"{self.quote(column)} = {self.quote(value.name)}")
+            else:
+                assignments.append(f"{self.quote(column)} = %s")
+                params.append(self.adapt(value) if isinstance(value, datetime) else value)
+        return ", ".join(assignments), params
+
+    def _default_status_sql(self) -> str:
+        """The queue's stored default status, or the class's (params: queue name, class default)."""
+        vendor = self.connection.vendor
+        if vendor not in _DEFAULT_STATUS_SQL:
+            table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
+            _DEFAULT_STATUS_SQL[vendor] = f"COALESCE((SELECT default_status FROM {table} WHERE queue = %s), %s)"
+        return _DEFAULT_STATUS_SQL[vendor]
+
+    def _columns(self, with_id: bool = False) -> str:
+        key = (self.connection.vendor, with_id)
+        if key not in _QUOTED_COLUMNS:
+            names = ("id", *INSERT_COLUMNS) if with_id else INSERT_COLUMNS
+            _QUOTED_COLUMNS[key] = "(" + ", ".join(self.quote(c) for c in names) + ")"
+        return _QUOTED_COLUMNS[key]
+
+    def _memo_adapt(self) -> Any:
+        """``adapt`` for one call's values: the rows of a batch share their datetimes, adapted once."""
+        done: dict[datetime, Any] = {}
+
+        def adapt(value: Any) -> Any:
+            if not isinstance(value, datetime):
+                return value
+            if value not in done:
+                done[value] = self.adapt(value)
+            return done[value]
+
+        return adapt
+
+    def _adapted(self, row: EnqueueRow, adapt: Any, default_status: str | None) -> list[Any]:
+        """The row's values for the driver, ``default_status`` if it has no status."""
+        values = [adapt(value) for value in row]
+        if row.status is None:
+            values[STATUS_INDEX] = default_status
+        return values
+
+    def _values(self, model: type[QueueItem], rows: Sequence[EnqueueRow]) -> tuple[str, list[Any]]:
+        """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""
+        options = model.message_class.queue_options
+        adapt = self._memo_adapt()
+        tuples, params = [], []
+        for row in rows:
+            slots = ["%s"] * len(INSERT_COLUMNS)
+            values = [adapt(value) for value in row]
+            if row.status is None:
+                slots[STATUS_INDEX] = self._default_status_sql()
+                values[STATUS_INDEX : STATUS_INDEX + 1] = [options.queue, options.default_status]
+            tuples.append("(" + ", ".join(slots) + ")")
+            params.extend(values)
+        return ", ".join(tuples), params
+
+    def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        return f"id IN ({marks(ids)}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+
+    def _held(self, table: str, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        where, params = self._leased_where(ids, correlation_id)
+        return self.held_ids.format(table=table, held=where), params
+
+
+def chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """``rows`` in slices of ``size``."""
+    return [rows[i : i + size] for i in range(0, len(rows), size)]
+
+
+def marks(values: Sequence[Any]) -> str:
+    """One ``%s`` placeholder per value."""
+    return ", ".join(["%s"] * len(values))
+
+
+def by_message_id(rows: Sequence[EnqueueRow]) -> list[EnqueueRow]:
+    """Rows in message id order: concurrent upserts then lock the ids they share in the same order."""
+    return sorted(rows, key=attrgetter("message_id"))

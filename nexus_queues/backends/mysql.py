@@ -1,0 +1,188 @@
+"""MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F, QuerySet
+
+from ..changes import Change
+from ..status import Status
+from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, EnqueueRow, by_message_id, chunks, marks
+
+if TYPE_CHECKING:
+    from ..models import QueueItem
+
+# ON DUPLICATE KEY UPDATE: the new version replaces the stored one, or (second form) only if its
+# JSON differs. message_hash last: MySQL assigns left to right, and the guard reads it.
+_NEW = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
+_HASH = "message_hash = VALUES(message_hash)"
+REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _NEW), _HASH])
+REPLACE_CHANGED = ", ".join(
+    [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _NEW), _HASH]
+)
+ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+
+
+class MySQLBackend(Backend):
+    """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
+
+    claim_lock = "FOR UPDATE SKIP LOCKED"
+
+    def insert_many(
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
+    ) -> tuple[int, ...] | None:
+        if not return_ids or self.connection.features.can_return_rows_from_bulk_insert:
+            return super().insert_many(
+                model, rows, default_status=default_status, notify=notify, return_ids=return_ids
+            )
+        # MySQL (not MariaDB) has no INSERT ... RETURNING: each row's own insert tells its id.
+        if default_status is not None:
+            rows = [row if row.status is not None else row._replace(status=default_status) for row in rows]
+        last = len(rows) - 1
+        return tuple(self.insert_one(model, row, notify=notify and i == last) for i, row in enumerate(rows))
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return error.args[:1] == (ER_LOCK_DEADLOCK,)
+
+    def upsert(
+        self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, idempotent: bool, notify: bool
+    ) -> set[str]:
+        table = self.quote(model._meta.db_table)
+        rows = by_message_id(rows)
+        if not idempotent:
+            with self.cursor() as cursor:
+                for chunk in chunks(rows, 1000):
+                    self._insert(cursor, model, table, chunk, f" ON DUPLICATE KEY UPDATE {REPLACE}")
+            stored = {_id(row) for row in rows}
+        elif len(rows) == 1:
+            with self.cursor() as cursor:
+                stored = self._upsert_one(cursor, model, table, rows[0])
+        else:
+            with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+                stored = set().union(*(self._store_changed(cursor, model, table, c) for c in chunks(rows, 1000)))
+        if notify and stored:
+            self.notify(model.message_class.queue_name())
+        return stored
+
+    def _upsert_one(self, cursor: Any, model: type[QueueItem], table: str, row: EnqueueRow) -> set[str]:
+        """Store one row unless the same JSON is stored under its id; ``{its id}`` if stored."""
+        self._insert(cursor, model, table, [row], f" ON DUPLICATE KEY UPDATE {REPLACE_CHANGED}")
+        # Affected rows are 2 for a replaced row, and 1 for a new or an unchanged one: only a new one has an id.
+        return {_id(row)} if cursor.rowcount == 2 or cursor.lastrowid else set()
+
+    def _store_changed(
+        self,
+        cursor: Any,
+        model: type[QueueItem],
+        table: str,
+        rows: Sequence[EnqueueRow],
+        race: IntegrityError | None = None,
+    ) -> set[str]:
+        """Store the rows whose id is new or whose JSON changed (in a transaction); the ids stored.
+
+        Decided on locked rows, so that callers racing with the same message count it stored
+        once (INSERT ... ON DUPLICATE KEY UPDATE decides per row but does not say how).
+        """
+        stored_hashes = self._locked_hashes(cursor, table, rows)
+        new = [row for row in rows if row.message_id not in stored_hashes]
+        if race is not None and len(new) == len(rows):
+            raise race  # no stored id explains the duplicate: the column's collation equates two ids
+        changed = [row for row in rows if stored_hashes.get(_id(row), row.message_hash) != row.message_hash]
+        if changed:
+            self._insert(cursor, model, table, changed, f" ON DUPLICATE KEY UPDATE {REPLACE}")
+        try:
+            if new:
+                self._insert(cursor, model, table, new)
+        except IntegrityError as exc:
+            if exc.args[:1] != (ER_DUP_ENTRY,):
+                raise
+            # Another caller stored one of these ids after the read (a row not there is not locked);
+            # InnoDB undid this statement alone: read them again, locked now.
+            return {_id(row) for row in changed} | self._store_changed(cursor, model, table, new, exc)
+        return {_id(row) for row in (*changed, *new)}
+
+    def _locked_hashes(self, cursor: Any, table: str, rows: Sequence[EnqueueRow]) -> dict[str, str]:
+        """The stored hash by message id of those stored, the rows locked (an uncommitted new one waited for)."""
+        ids = [row.message_id for row in rows]
+        sql = f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({marks(ids)}) FOR UPDATE"
+        cursor.execute(sql, ids)
+        return dict(cursor.fetchall())
+
+    def _insert(
+        self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[EnqueueRow], suffix: str = ""
+    ) -> None:
+        values, params = self._values(model, rows)
+        cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
+
+    def _claim(
+        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
+    ) -> list[QueueItem]:
+        manager = model.objects.using(self.alias)
+        items = list(self._claimable(model, now).select_for_update(skip_locked=True)[:count])
+        changes = {
+            "status": Status.LEASED,
+            "lease_expires_at": lease_until,
+            "correlation_id": correlation_id,
+            "updated_at": now,
+        }
+        manager.filter(pk__in=[i.pk for i in items]).update(attempts=F("attempts") + 1, **changes)
+        for item in items:
+            item.__dict__.update(changes, attempts=item.attempts + 1)
+        return items
+
+    def update_leased(
+        self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, change: Change
+    ) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        assignments, params = self._set(change)
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
+            if held:
+                cursor.execute(f"UPDATE {table} SET {assignments} WHERE {_just(held)}", [*params, *held])
+        return held
+
+    def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            held = self._lock_held(cursor, table, ids, correlation_id)
+            if held:
+                cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
+        return held
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        table = self.quote(rows.model._meta.db_table)
+        changed = 0
+        with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
+            for chunk in chunks(list(rows.order_by("pk").values_list("pk", flat=True)), 1000):
+                cursor.execute(f"SELECT id FROM {table} WHERE {_just(chunk)} FOR UPDATE", chunk)
+                changed += rows.filter(pk__in=chunk).update(**values)
+        return changed
+
+    def _lock_held(self, cursor: Any, table: str, ids: Sequence[int], correlation_id: str) -> list[int]:
+        """Lock the rows still leased by ``correlation_id``, by primary key in id order; their ids."""
+        # Through the status index InnoDB would lock the index entry before the row: the reverse of
+        # a change that finds its rows by primary key (update_status), and the two deadlock on one row.
+        where, params = self._leased_where(ids, correlation_id)
+        limit = f"ORDER BY id LIMIT {len(ids)}"
+        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} {limit} FOR UPDATE", params)
+        return [r[0] for r in cursor.fetchall()]
+
+
+def _id(row: EnqueueRow) -> str:
+    return str(row.message_id)
+
+
+def _just(ids: Sequence[int]) -> str:
+    """The rows ``ids`` in id order, and no further (InnoDB reads on to the next row, and waits for
+    it if another transaction holds it: two completions of neighbouring rows would deadlock)."""
+    return f"id IN ({marks(ids)}) ORDER BY id LIMIT {len(ids)}"

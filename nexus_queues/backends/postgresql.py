@@ -1,0 +1,204 @@
+"""PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, prepared statements, LISTEN/NOTIFY wake-ups."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import EmptyResultSet
+from django.db import DatabaseError
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from ..conf import settings
+from ..quarantine import UNREADABLE, quarantine
+from ..status import Status
+from . import ddl
+from .base import CLAIM_STATEMENTS, Backend, EnqueueRow
+from .cursors import copy_rows, prepared_cursor
+from .transports import Listener, NotifyListener
+
+if TYPE_CHECKING:
+    from ..models import JobRun, QueueItem
+
+
+class PostgresBackend(Backend):
+    """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
+
+    can_listen = True  # LISTEN/NOTIFY: wake-ups from every host
+    claim_lock = "FOR UPDATE SKIP LOCKED"
+    # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
+    claimed_ids = "id = ANY(ARRAY({pick}))"
+    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
+    # subquery locks them in id order, as update_status does, so the two never wait on each other.
+    held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
+
+    @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        """A server-side-binding psycopg cursor on Django's connection, seen by Django's query log and
+        execute wrappers; with ``PREPARED_STATEMENTS`` its statements are prepared."""
+        with prepared_cursor(self.connection, settings.PREPARED_STATEMENTS) as cursor:
+            yield cursor
+
+    def insert_many(
+        self,
+        model: type[QueueItem],
+        rows: Sequence[EnqueueRow],
+        *,
+        default_status: str | None = None,
+        notify: bool,
+        return_ids: bool = False,
+    ) -> tuple[int, ...] | None:
+        # COPY returns nothing: asked for ids, take them from the sequence first (one statement) and COPY them too.
+        adapt = self._memo_adapt()
+        table = self.quote(model._meta.db_table)
+
+        def write(copy: Any) -> None:
+            if ids is None:
+                for row in rows:
+                    copy.write_row(self._adapted(row, adapt, default_status))
+            else:
+                for row_id, row in zip(ids, rows, strict=True):
+                    copy.write_row([row_id, *self._adapted(row, adapt, default_status)])
+
+        with self.cursor() as cursor:
+            ids = self._next_ids(cursor, table, len(rows)) if return_ids else None
+            copy_rows(cursor, f"COPY {table} {self._columns(with_id=return_ids)} FROM STDIN", write)
+            if notify:
+                self.notify(model.message_class.queue_name(), cursor)
+        return ids
+
+    def _next_ids(self, cursor: Any, table: str, count: int) -> tuple[int, ...]:
+        """``count`` new ids from the table's id sequence, growing."""
+        # The sequence's name in FROM, so that it is looked up once rather than once per id.
+        cursor.execute(
+            "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)", [table, count]
+        )
+        return tuple(sorted(r[0] for r in cursor.fetchall()))
+
+    def insert_one(self, model: type[QueueItem], row: EnqueueRow, *, notify: bool) -> int:
+        values, params = self._values(model, [row])
+        sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
+        with self.cursor() as cursor:
+            return int(self._written(cursor, sql, params, model, notify)[0][0])
+
+    def claim(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None = None,
+    ) -> list[QueueItem]:
+        try:
+            return self._claim_recording(
+                model, count, now=now, lease_until=lease_until, correlation_id=correlation_id, run=run
+            )
+        except UNREADABLE:
+            # The claim committed before its rows were read: rather than leave them Leased, the unreadable
+            # ones become Error and the others are read back. Only a failed claim pays for this.
+            items = self._read_back(model, count, correlation_id, run)
+            if items is None:
+                raise
+            return items
+
+    def _claim_recording(
+        self,
+        model: type[QueueItem],
+        count: int,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        correlation_id: str,
+        run: JobRun | None,
+    ) -> list[QueueItem]:
+        if run is None:
+            return self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+        # One statement, so one round trip and one commit: the claim, and the run's row if it leased anything.
+        claim_sql, params = self._claim_sql(
+            model, count, now=now, lease_until=lease_until, correlation_id=correlation_id
+        )
+        fields = [f for f in run._meta.local_concrete_fields if not f.primary_key]
+        params += [
+            f.get_db_prep_save(getattr(run, f.attname), self.connection) for f in fields if f.attname != "leased"
+        ]
+        key = (claim_sql, type(run))
+        if key not in CLAIM_STATEMENTS:
+            columns = ", ".join(self.quote(str(f.column)) for f in fields)
+            values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
+            CLAIM_STATEMENTS[key] = (
+                f"WITH claimed AS ({claim_sql}), "
+                f"run AS (INSERT INTO {self.quote(run._meta.db_table)} ({columns}) "
+                f"SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
+                "SELECT claimed.*, (SELECT id FROM run) FROM claimed"
+            )
+        with self.cursor() as cursor:
+            cursor.execute(CLAIM_STATEMENTS[key], params)
+            rows = cursor.fetchall()
+        if rows:
+            run.pk, run.leased = rows[0][-1], len(rows)
+            run._state.adding, run._state.db = False, self.alias
+        return self._items(model, [row[:-1] for row in rows])
+
+    def _read_back(
+        self, model: type[QueueItem], count: int, correlation_id: str, run: JobRun | None
+    ) -> list[QueueItem] | None:
+        """The rows a claim leased, once those Python cannot read are Error; None when none of them was.
+
+        The run counts the Error rows as leased and failed, and is finished when no row is left.
+        """
+        leased = model.objects.using(self.alias).leased().filter(correlation_id=correlation_id)
+        errors = quarantine(leased, count)
+        if not errors:
+            return None
+        items = list(leased)
+        if run is not None:
+            run.pk = type(run).objects.using(self.alias).values_list("pk", flat=True).get(correlation_id=correlation_id)
+            run._state.adding, run._state.db = False, self.alias
+            run.leased, run.errors, run.finished_at = len(items) + errors, errors, None if items else timezone.now()
+            run.save(using=self.alias, update_fields=["errors", "finished_at"])
+        return items
+
+    def is_deadlock(self, error: DatabaseError) -> bool:
+        return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
+    def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
+        # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.
+        try:
+            sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
+        except EmptyResultSet:  # a filter Django knows matches nothing (pk__in=[])
+            return 0
+        locked = RawSQL(f"{sql} FOR UPDATE", params)
+        return rows.model._default_manager.using(self.alias).filter(pk__in=locked).update(**values)
+
+    def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
+        # One statement text whatever the batch size, so psycopg prepares it once.
+        return f"id = ANY(%s) AND status = '{Status.LEASED}' AND correlation_id = %s", [list(ids), correlation_id]
+
+    def message_search_index_sql(self, table: str, name: str) -> list[str]:
+        return ddl.postgresql_search_index(self.quote, table, name)
+
+    def drop_message_search_index_sql(self, table: str, name: str) -> list[str]:
+        return ddl.postgresql_drop_search_index(self.quote, table, name)
+
+    def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
+        # One round trip: the NOTIFY rides in the same statement (PostgreSQL folds repeats).
+        if notify:
+            sql = f"WITH written AS ({sql}) SELECT written.*, pg_notify(%s, %s) FROM written"
+            params = [*params, settings.NOTIFY_CHANNEL, model.message_class.queue_name()]
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+    def notify(self, queue: str, cursor: Any = None) -> None:
+        if cursor is None:
+            with self.cursor() as own:
+                return self.notify(queue, own)
+        cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
+
+    def listen(self) -> Listener:
+        return NotifyListener.connect(self.connection.get_connection_params(), settings.NOTIFY_CHANNEL)
