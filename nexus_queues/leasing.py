@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.utils import timezone
 
 from . import signals
-from .backends import backend_for
+from .backends import Claim, backend_for
 from .exceptions import InvalidArgument
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
 from .registry import registry
+from .retries import retried
 from .status import Status
 
 DEFAULT_LEASE_TIME = timedelta(minutes=30)
@@ -39,15 +41,11 @@ def lease(
         raise InvalidArgument(f"lease_time must be a positive timedelta, got {lease_time!r}.")
     message_class = registry.resolve(queue)
     now = now or timezone.now()
+    claim = Claim(message_class.queue_model, count, now, now + lease_time, correlation_id or uuid.uuid4().hex)
     backend = backend_for(message_class.queue_options.database)
-    items = backend.claim(
-        message_class.queue_model,
-        count,
-        now=now,
-        lease_until=now + lease_time,
-        correlation_id=correlation_id or uuid.uuid4().hex,
-        run=run,
-    )
+    # MariaDB may still pick a claim as a deadlock's victim beside an operator's bulk change (index locks):
+    # the claim was rolled back whole, so it is made again.
+    items = retried(backend.alias, partial(backend.claim, claim, run))
     signals.send_items(signals.leased, items)
     return items
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from django.db import connections
 
 from ..exceptions import ConfigurationError
-from .base import Backend, EnqueueRow
+from .base import Backend, Claim, EnqueueRow
 from .mysql import MySQLBackend
 from .postgresql import PostgresBackend
 from .sqlite import SQLiteBackend
 from .transports import Listener
 
-__all__ = ["Backend", "EnqueueRow", "Listener", "backend_for"]
+__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "backend_for"]
 
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": PostgresBackend, "mysql": MySQLBackend, "sqlite": SQLiteBackend}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from operator import attrgetter
@@ -37,6 +38,17 @@ class EnqueueRow(NamedTuple):
     expires_at: datetime | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A lease to make: up to ``count`` Pending rows of ``model`` until ``lease_until``, under ``correlation_id``."""
+
+    model: type[QueueItem]
+    count: int
+    now: datetime
+    lease_until: datetime
+    correlation_id: str
 
 
 INSERT_COLUMNS = EnqueueRow._fields
@@ -204,43 +216,22 @@ class Backend:
 
     # --- lease and fenced changes ----------------------------------------------------
 
-    def claim(
-        self,
-        model: type[QueueItem],
-        count: int,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        correlation_id: str,
-        run: JobRun | None = None,
-    ) -> list[QueueItem]:
-        """Lease up to ``count`` Pending rows in FIFO order; return them as leased.
+    def claim(self, claim: Claim, run: JobRun | None = None) -> list[QueueItem]:
+        """Lease up to ``claim.count`` Pending rows in FIFO order; return them as leased.
 
         When anything is leased, ``run`` (if given) is saved in the same transaction with its
         ``leased`` count, so that every leased row links to a recorded run. A row Python cannot read
         rolls the claim back, becomes Error (:mod:`~nexus_queues.quarantine`), and the claim is made
         again; not within a caller's transaction, whose rollback would undo the Error.
         """
-        claim = partial(
-            self._claim_recording, model, count, now=now, lease_until=lease_until, correlation_id=correlation_id,
-            run=run,
-        )
+        recording = partial(self._claim_recording, claim, run)
         if self.connection.in_atomic_block:
-            return claim()
-        return read_around(claim, self._claimable(model, now), count)
+            return recording()
+        return read_around(recording, self._claimable(claim.model, claim.now), claim.count)
 
-    def _claim_recording(
-        self,
-        model: type[QueueItem],
-        count: int,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        correlation_id: str,
-        run: JobRun | None,
-    ) -> list[QueueItem]:
+    def _claim_recording(self, claim: Claim, run: JobRun | None) -> list[QueueItem]:
         with transaction.atomic(using=self.alias, savepoint=False):
-            items = self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+            items = self._claim(claim)
             if items and run is not None:
                 run.leased = len(items)
                 run.save(using=self.alias)
@@ -251,18 +242,15 @@ class Backend:
         unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         return model.objects.using(self.alias).pending().filter(unexpired).order_by("id")
 
-    def _claim(
-        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
-    ) -> list[QueueItem]:
-        sql, params = self._claim_sql(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+    def _claim(self, claim: Claim) -> list[QueueItem]:
+        sql, params = self._claim_sql(claim)
         with self.cursor() as cursor:
             cursor.execute(sql, params)
-            return self._items(model, cursor.fetchall())
+            return self._items(claim.model, cursor.fetchall())
 
-    def _claim_sql(
-        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
-    ) -> tuple[str, list[Any]]:
+    def _claim_sql(self, claim: Claim) -> tuple[str, list[Any]]:
         """The claim statement, returning every column of the leased rows in the model's field order."""
+        model = claim.model
         key = (self.connection.vendor, model)
         if key not in CLAIM_STATEMENTS:
             columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
@@ -270,7 +258,8 @@ class Backend:
             pick = PICK_SQL.format(table=table, lock=self.claim_lock)
             claimed_ids = self.claimed_ids.format(pick=pick)
             CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
-        params = [self.adapt(lease_until), correlation_id, self.adapt(now), self.adapt(now), count]
+        now = self.adapt(claim.now)
+        params = [self.adapt(claim.lease_until), claim.correlation_id, now, now, claim.count]
         return CLAIM_STATEMENTS[key], params
 
     def _items(self, model: type[QueueItem], rows: Sequence[Sequence[Any]]) -> list[QueueItem]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -11,7 +10,7 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, EnqueueRow, by_message_id, chunks, marks
+from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, Claim, EnqueueRow, by_message_id, chunks, marks
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -124,16 +123,14 @@ class MySQLBackend(Backend):
         values, params = self._values(model, rows)
         cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
-    def _claim(
-        self, model: type[QueueItem], count: int, *, now: datetime, lease_until: datetime, correlation_id: str
-    ) -> list[QueueItem]:
-        manager = model.objects.using(self.alias)
-        items = list(self._claimable(model, now).select_for_update(skip_locked=True)[:count])
+    def _claim(self, claim: Claim) -> list[QueueItem]:
+        manager = claim.model.objects.using(self.alias)
+        items = list(self._claimable(claim.model, claim.now).select_for_update(skip_locked=True)[: claim.count])
         changes = {
             "status": Status.LEASED,
-            "lease_expires_at": lease_until,
-            "correlation_id": correlation_id,
-            "updated_at": now,
+            "lease_expires_at": claim.lease_until,
+            "correlation_id": claim.correlation_id,
+            "updated_at": claim.now,
         }
         manager.filter(pk__in=[i.pk for i in items]).update(attempts=F("attempts") + 1, **changes)
         for item in items:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
@@ -17,7 +16,7 @@ from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
 from ..status import Status
 from . import ddl
-from .base import CLAIM_STATEMENTS, Backend, EnqueueRow
+from .base import CLAIM_STATEMENTS, Backend, Claim, EnqueueRow
 from .cursors import copy_rows, prepared_cursor
 from .transports import Listener, NotifyListener
 
@@ -85,44 +84,22 @@ class PostgresBackend(Backend):
         with self.cursor() as cursor:
             return int(self._written(cursor, sql, params, model, notify)[0][0])
 
-    def claim(
-        self,
-        model: type[QueueItem],
-        count: int,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        correlation_id: str,
-        run: JobRun | None = None,
-    ) -> list[QueueItem]:
+    def claim(self, claim: Claim, run: JobRun | None = None) -> list[QueueItem]:
         try:
-            return self._claim_recording(
-                model, count, now=now, lease_until=lease_until, correlation_id=correlation_id, run=run
-            )
+            return self._claim_recording(claim, run)
         except UNREADABLE:
             # The claim committed before its rows were read: rather than leave them Leased, the unreadable
             # ones become Error and the others are read back. Only a failed claim pays for this.
-            items = self._read_back(model, count, correlation_id, run)
+            items = self._read_back(claim, run)
             if items is None:
                 raise
             return items
 
-    def _claim_recording(
-        self,
-        model: type[QueueItem],
-        count: int,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        correlation_id: str,
-        run: JobRun | None,
-    ) -> list[QueueItem]:
+    def _claim_recording(self, claim: Claim, run: JobRun | None) -> list[QueueItem]:
         if run is None:
-            return self._claim(model, count, now=now, lease_until=lease_until, correlation_id=correlation_id)
+            return self._claim(claim)
         # One statement, so one round trip and one commit: the claim, and the run's row if it leased anything.
-        claim_sql, params = self._claim_sql(
-            model, count, now=now, lease_until=lease_until, correlation_id=correlation_id
-        )
+        claim_sql, params = self._claim_sql(claim)
         fields = [f for f in run._meta.local_concrete_fields if not f.primary_key]
         params += [
             f.get_db_prep_save(getattr(run, f.attname), self.connection) for f in fields if f.attname != "leased"
@@ -143,22 +120,21 @@ class PostgresBackend(Backend):
         if rows:
             run.pk, run.leased = rows[0][-1], len(rows)
             run._state.adding, run._state.db = False, self.alias
-        return self._items(model, [row[:-1] for row in rows])
+        return self._items(claim.model, [row[:-1] for row in rows])
 
-    def _read_back(
-        self, model: type[QueueItem], count: int, correlation_id: str, run: JobRun | None
-    ) -> list[QueueItem] | None:
+    def _read_back(self, claim: Claim, run: JobRun | None) -> list[QueueItem] | None:
         """The rows a claim leased, once those Python cannot read are Error; None when none of them was.
 
         The run counts the Error rows as leased and failed, and is finished when no row is left.
         """
-        leased = model.objects.using(self.alias).leased().filter(correlation_id=correlation_id)
-        errors = quarantine(leased, count)
+        leased = claim.model.objects.using(self.alias).leased().filter(correlation_id=claim.correlation_id)
+        errors = quarantine(leased, claim.count)
         if not errors:
             return None
         items = list(leased)
         if run is not None:
-            run.pk = type(run).objects.using(self.alias).values_list("pk", flat=True).get(correlation_id=correlation_id)
+            runs = type(run).objects.using(self.alias)
+            run.pk = runs.values_list("pk", flat=True).get(correlation_id=claim.correlation_id)
             run._state.adding, run._state.db = False, self.alias
             run.leased, run.errors, run.finished_at = len(items) + errors, errors, None if items else timezone.now()
             run.save(using=self.alias, update_fields=["errors", "finished_at"])
