@@ -1,4 +1,4 @@
-"""The test settings plus the logging guide's ``LOGGING`` recipe (docs/guide/logging.md): a handler with the correlation-id filter."""
+"""The test settings plus the logging guide's ``LOGGING`` recipe: a handler with the correlation-id filter."""
 
 from tests.settings import *  # noqa: F403
 

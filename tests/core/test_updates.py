@@ -340,7 +340,12 @@ def _operator_beside_workers(queue, change, times=30, workers=3):
             operator_done.set()
 
     def worker():
-        while (items := lease(queue, 10)) or not operator_done.is_set():
+        while True:
+            # Read before leasing: an empty lease after the operator's last change means the queue is drained.
+            finished = operator_done.is_set()
+            items = lease(queue, 10)
             mark_processed(items)
+            if finished and not items:
+                return
 
     together(operator, *[worker] * workers)

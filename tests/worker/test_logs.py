@@ -1,4 +1,4 @@
-"""The correlation-id log filter, configured through Django's ``LOGGING`` as the logging guide (docs/guide/logging.md) shows."""
+"""The correlation-id log filter, configured through Django's ``LOGGING`` as the logging guide shows."""
 
 
 def test_correlation_id_filter__loads_from_logging_settings_before_the_apps(run_django):
