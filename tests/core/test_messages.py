@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import pytest
 from django.apps import apps
-from django.core import checks
 from pydantic import ValidationError
 
 from nexus_queues import QueueMessage, QueueMessageWithId
+from nexus_queues.checks import check_queue_names
 from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, MessageDoesNotFit, UnstorableValue
 from nexus_queues.messages import HealthStatus, message_id_of, queue_name_from_class
 from nexus_queues.registry import registry
@@ -135,7 +135,7 @@ def test_message_class__derived_name_warns(scratch):
         order_id: str
 
     assert OrderShipped.queue_name() == "order_shipped"
-    warnings = [m for m in checks.run_checks() if m.id == "nexus_queues.W001"]
+    warnings = [m for m in check_queue_names() if m.id == "nexus_queues.W001"]
     assert [w.obj for w in warnings] == [OrderShipped.queue_model]
 
 
