@@ -64,11 +64,6 @@ def enqueue(
     row = _row(message, placement, timezone.now())
     backend = backend_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
-    if not message_class.has_identity:
-        row_id = backend.insert_one(message_class.queue_model, row, notify=notify)
-        result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
-        signals.send(signals.enqueued, message_class, backend.alias, result=result)
-        return result
     idempotent = message_class.queue_options.idempotent
     model = message_class.queue_model
 
@@ -78,7 +73,11 @@ def enqueue(
             result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
             return _with_ids(message_class, result) if return_ids else result
 
-    result = retried(backend.alias, store)
+    if message_class.has_identity:
+        result = retried(backend.alias, store)
+    else:
+        row_id = backend.insert_one(model, row, notify=notify)
+        result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
