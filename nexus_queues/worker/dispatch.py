@@ -69,9 +69,7 @@ def move_due(message_class: type[QueueMessage], now: datetime, limit: int) -> in
         backend.take_write_lock()
         due = message_class.queue_items().due(now).order_by("process_at", "id")
         ids = read_around(lambda: _lock(due, limit), due, limit)
-        moved = message_class.queue_items().sleeping().filter(pk__in=ids).update(
-            status=Status.PENDING, updated_at=timezone.now()
-        ) if ids else 0
+        moved = _make_pending(message_class, ids) if ids else 0
         if moved:
             backend.notify(message_class.queue_name())
     if moved:
@@ -122,8 +120,12 @@ class DispatchLoop:
             reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})
 
-
-
 def _lock(due: Any, limit: int) -> list[Any]:
     # Reading process_at, not only the ids, is what finds a row whose time Python cannot read.
     return [pk for pk, _ in due.select_for_update(skip_locked=True).values_list("pk", "process_at")[:limit]]
+
+
+def _make_pending(message_class: type[QueueMessage], ids: list[Any]) -> int:
+    return message_class.queue_items().sleeping().filter(pk__in=ids).update(
+        status=Status.PENDING, updated_at=timezone.now()
+    )
