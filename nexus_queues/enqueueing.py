@@ -38,7 +38,9 @@ class EnqueueResult:
 
 
 @dataclass(frozen=True)
-class _Placement:
+class Placement:
+    """Where a message goes: its status, schedule, expiry and headers (JSON), as enqueue's options say."""
+
     status: str | None
     process_at: datetime | None
     expires_at: datetime | None
@@ -60,8 +62,8 @@ def enqueue(
     until ``at`` / now + ``delay``. ``start_processing`` wakes idle workers where the engine can;
     ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query for queues with identity)."""
     message_class = _message_class([message])
-    placement = _placement(at, delay, status, expires_at, headers)
-    row = _row(message, placement, timezone.now())
+    placement = resolve_placement(at, delay, status, expires_at, headers)
+    row = enqueue_row(message, placement, timezone.now())
     backend = backend_for(message_class.queue_options.database)
     notify = start_processing or settings.NOTIFY
     idempotent = message_class.queue_options.idempotent
@@ -102,7 +104,7 @@ def enqueue_many(
     if not messages:
         return EnqueueResult()
     message_class = _message_class(messages)
-    placement = _placement(at, delay, status, expires_at, headers)
+    placement = resolve_placement(at, delay, status, expires_at, headers)
     now = timezone.now()
     rows = _rows(messages, placement, now)
     backend = backend_for(message_class.queue_options.database)
@@ -176,13 +178,14 @@ def _message_class(messages: list[QueueMessage]) -> type[QueueMessage]:
     return message_class
 
 
-def _placement(
+def resolve_placement(
     at: datetime | None,
     delay: timedelta | None,
     status: str | None,
     expires_at: datetime | None,
     headers: Mapping[str, Any] | None,
-) -> _Placement:
+) -> Placement:
+    """Enqueue's options checked (:class:`InvalidArgument`, :class:`InvalidStatus`) and resolved."""
     if at is not None and delay is not None:
         raise InvalidArgument("Give at or delay, not both.")
     if delay is not None:
@@ -201,7 +204,7 @@ def _placement(
         headers_json = canonical_json(dict(headers or {}), "headers")
     except TypeError as exc:
         raise InvalidArgument(f"headers must be JSON-serializable: {exc}") from exc
-    return _Placement(
+    return Placement(
         status=Status.SLEEPING if at is not None else status, process_at=at, expires_at=expires_at, headers=headers_json
     )
 
@@ -216,17 +219,18 @@ def _check_datetime(name: str, value: datetime | None) -> None:
     check_datetime(name, value)
 
 
-def _rows(messages: list[QueueMessage], placement: _Placement, now: datetime) -> list[EnqueueRow]:
+def _rows(messages: list[QueueMessage], placement: Placement, now: datetime) -> list[EnqueueRow]:
     rows = []
     for index, message in enumerate(messages):
         try:
-            rows.append(_row(message, placement, now))
+            rows.append(enqueue_row(message, placement, now))
         except UnstorableValue as exc:
             raise UnstorableValue(exc.field, exc.problem, index) from exc
     return rows
 
 
-def _row(message: QueueMessage, placement: _Placement, now: datetime) -> EnqueueRow:
+def enqueue_row(message: QueueMessage, placement: Placement, now: datetime) -> EnqueueRow:
+    """The row enqueue writes for ``message``; :class:`UnstorableValue` when not every engine can store it."""
     text = canonical_json(message)
     # Positional: this runs once per message of a batch, and keywords cost more than the rest.
     return EnqueueRow(

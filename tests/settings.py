@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "health_check",  # its page template, for the per-queue health checks
     "nexus_queues",
+    "nexus_queues.contrib.spark",
     "tests.testapp",
 ]
 MIDDLEWARE = [

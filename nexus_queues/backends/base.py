@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -40,6 +40,42 @@ class EnqueueRow(NamedTuple):
     updated_at: datetime
 
 
+class StagedRow(NamedTuple):
+    """One staged row, in the staging table's column order: a message to enqueue, or a reject."""
+
+    token: int
+    position: int
+    """Orders the rows of one merge; the last of several rows with one message id wins."""
+    message_id: str | None
+    message: str | None
+    message_hash: str | None
+    headers: str | None
+    status: str | None
+    process_at: datetime | None
+    expires_at: datetime | None
+    reject: str | None
+    """Why the row was rejected (JSON), or None for a message."""
+
+
+STAGED_COLUMNS = StagedRow._fields
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    """What a merge did with the staged messages (rejects are counted by their writer)."""
+
+    new: int = 0
+    """Messages whose id the queue did not hold (every message of a queue without identity)."""
+    changed: int = 0
+    """Messages that replaced a stored one of the same id with other JSON."""
+    unchanged: int = 0
+    """Messages whose id and JSON the queue already held: discarded on idempotent queues, stored again otherwise."""
+    scheduled: int = 0
+    """Messages stored Sleeping until their ``process_at``."""
+    superseded: int = 0
+    """Messages that a later one with the same id, staged in the same merge, replaced before they were stored."""
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A lease to make: up to ``count`` Pending rows of ``model`` until ``lease_until``, under ``correlation_id``."""
@@ -73,6 +109,35 @@ RETURNING {columns}"""
 PICK_SQL = """SELECT id FROM {table} WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
                ORDER BY id LIMIT %s {lock}"""
 
+# Staged messages, the last staged of each message id only (rejects left out).
+NEWEST_STAGED_SQL = """SELECT * FROM (
+  SELECT message_id, message, message_hash, headers, status, process_at, expires_at, position,
+         ROW_NUMBER() OVER (PARTITION BY message_id ORDER BY position DESC) AS nexus_rank,
+         COUNT(*) OVER () AS staged_count
+    FROM {staging} WHERE token IN ({tokens}) AND reject IS NULL) ranked
+ WHERE nexus_rank = 1"""
+# How many staged messages are new, unchanged and scheduled (when {written}), and how many were staged.
+STAGED_COUNTS_SQL = """SELECT COUNT(*),
+       SUM(CASE WHEN q.id IS NULL THEN 1 ELSE 0 END),
+       SUM(CASE WHEN q.message_hash = s.message_hash THEN 1 ELSE 0 END),
+       SUM(CASE WHEN s.process_at IS NOT NULL AND ({written}) THEN 1 ELSE 0 END),
+       MAX(s.staged_count)
+  FROM ({newest}) s LEFT JOIN {queue} q ON q.message_id = s.message_id"""
+# The staged messages that are {written}, inserted in position order, replacing stored rows by message id
+# (params: default status, now, now, tokens). A derived table, so that the upsert clause's names are the queue's.
+MERGE_STAGED_SQL = """INSERT INTO {queue} {columns}
+SELECT message_id, message, message_hash, headers, status, process_at, expires_at, created_at, updated_at FROM (
+  SELECT s.message_id, {message} AS message, s.message_hash, {headers} AS headers, COALESCE(s.status, %s) AS status,
+         s.process_at,
+         s.expires_at, %s AS created_at, %s AS updated_at, s.position
+    FROM ({newest}) s LEFT JOIN {queue} q ON q.message_id = s.message_id
+   WHERE {written}) incoming
+ WHERE 1 = 1 ORDER BY position
+{upsert}"""
+APPEND_STAGED_SQL = """INSERT INTO {queue} {columns}
+SELECT message_id, {message}, message_hash, {headers}, COALESCE(status, %s), process_at, expires_at, %s, %s
+  FROM {staging} WHERE token IN ({tokens}) AND reject IS NULL ORDER BY position"""
+
 _QUOTED_COLUMNS: dict[tuple[str, bool], str] = {}
 _DEFAULT_STATUS_SQL: dict[str, str] = {}
 CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
@@ -89,6 +154,9 @@ class Backend:
 
     claimed_ids: ClassVar[str] = "id IN ({pick})"
     """Which rows does a claim lease, from the ids the ``pick`` subquery chose?"""
+
+    json_from_text: ClassVar[str] = "{}"
+    """How does a statement turn a text column into a JSON column's value?"""
 
     held_ids: ClassVar[str] = "{held}"
     """Which rows does a fenced change touch, from the ``held`` conditions (locking them in id order first)?"""
@@ -197,6 +265,10 @@ class Backend:
         params = self.connection.settings_dict
         return f"{self.connection.vendor}://{params['HOST']}:{params['PORT']}/{params['NAME']}"
 
+    def shared_between_processes(self) -> bool:
+        """Can other processes open this database? (All but an in-memory SQLite database can.)"""
+        return True
+
     def take_write_lock(self) -> None:
         """Make the open transaction take the engine's write lock now, before it reads rows it will change.
 
@@ -283,6 +355,93 @@ class Backend:
         with self.cursor() as cursor:
             cursor.execute(f"DELETE FROM {table} WHERE {where} RETURNING id", params)
             return [r[0] for r in cursor.fetchall()]
+
+    # --- staging tables (bulk syncs) -------------------------------------------------
+
+    def after_staging_created(self, table: str) -> None:
+        """Tune a new staging table: nothing by default."""
+
+    def stage_rows(self, table: str, rows: Sequence[StagedRow]) -> None:
+        """Write ``rows`` into staging table ``table`` in batched multi-row statements (in a transaction)."""
+        adapt = self._memo_adapt()
+        placeholders = "(" + marks(STAGED_COLUMNS) + ")"
+        columns = ", ".join(STAGED_COLUMNS)
+        with self.cursor() as cursor:
+            for chunk in chunks(rows, settings.BATCH_SIZE):
+                params = [adapt(value) for row in chunk for value in row]
+                values = ", ".join([placeholders] * len(chunk))
+                cursor.execute(f"INSERT INTO {self.quote(table)} ({columns}) VALUES {values}", params)
+
+    def staged_rejects(self, table: str, tokens: Sequence[int]) -> Iterator[str]:
+        """The rejects staged under ``tokens``, in position order."""
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT reject FROM {self.quote(table)} WHERE token IN ({marks(tokens)}) "
+                "AND reject IS NOT NULL ORDER BY position",
+                list(tokens),
+            )
+            while rows := cursor.fetchmany(1000):
+                yield from (row[0] for row in rows)
+
+    def merge_staged(
+        self,
+        model: type[QueueItem],
+        table: str,
+        tokens: Sequence[int],
+        default_status: str,
+        now: datetime,
+        *,
+        idempotent: bool,
+    ) -> MergeCounts:
+        """Upsert the messages staged under ``tokens`` by message id, the last staged of an id winning,
+        as :meth:`upsert` does; ``default_status`` for those without a status. Counts what it did."""
+        queue, staged = self.quote(model._meta.db_table), self.quote(table)
+        newest = NEWEST_STAGED_SQL.format(staging=staged, tokens=marks(tokens))
+        written = "q.id IS NULL OR q.message_hash <> s.message_hash" if idempotent else "1 = 1"
+        with self.cursor() as cursor:
+            cursor.execute(STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written), list(tokens))
+            total, new, unchanged, scheduled, staged_count = (int(n or 0) for n in cursor.fetchone())
+            insert = MERGE_STAGED_SQL.format(
+                queue=queue,
+                columns=self._columns(),
+                message=self.json_from_text.format("s.message"),
+                headers=self.json_from_text.format("s.headers"),
+                newest=newest,
+                written=written,
+                upsert=self._staged_upsert(queue),
+            )
+            cursor.execute(insert, [default_status, self.adapt(now), self.adapt(now), *tokens])
+        changed, superseded = total - new - unchanged, staged_count - total
+        return MergeCounts(new, changed, unchanged, scheduled, superseded)
+
+    def append_staged(
+        self, model: type[QueueItem], table: str, tokens: Sequence[int], default_status: str, now: datetime
+    ) -> MergeCounts:
+        """Insert the messages staged under ``tokens`` (a queue without identity) in position order."""
+        queue, staged = self.quote(model._meta.db_table), self.quote(table)
+        with self.cursor() as cursor:
+            cursor.execute(
+                f"SELECT COUNT(*), COUNT(process_at) FROM {staged} WHERE token IN ({marks(tokens)}) AND reject IS NULL",
+                list(tokens),
+            )
+            new, scheduled = cursor.fetchone()
+            cursor.execute(
+                APPEND_STAGED_SQL.format(
+                    queue=queue,
+                    columns=self._columns(),
+                    message=self.json_from_text.format("message"),
+                    headers=self.json_from_text.format("headers"),
+                    staging=staged,
+                    tokens=marks(tokens),
+                ),
+                [default_status, self.adapt(now), self.adapt(now), *tokens],
+            )
+        return MergeCounts(new=int(new), scheduled=int(scheduled))
+
+    def _staged_upsert(self, queue: str) -> str:
+        """The clause that makes an insert of staged rows replace the stored rows of their message ids."""
+        pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
+        return "ON CONFLICT (message_id) DO UPDATE SET " + ", ".join(f"{column} = {value}" for column, value in pairs)
 
     # --- migration DDL ---------------------------------------------------------------
 

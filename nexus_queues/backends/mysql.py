@@ -123,6 +123,9 @@ class MySQLBackend(Backend):
         values, params = self._values(model, rows)
         cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
+    def _staged_upsert(self, queue: str) -> str:
+        return f"ON DUPLICATE KEY UPDATE {REPLACE}"
+
     def _claim(self, claim: Claim) -> list[QueueItem]:
         manager = claim.model.objects.using(self.alias)
         items = list(self._claimable(claim.model, claim.now).select_for_update(skip_locked=True)[: claim.count])

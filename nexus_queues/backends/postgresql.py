@@ -16,7 +16,7 @@ from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
 from ..status import Status
 from . import ddl
-from .base import CLAIM_STATEMENTS, Backend, Claim, EnqueueRow
+from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, StagedRow
 from .cursors import copy_rows, prepared_cursor
 from .transports import Listener, NotifyListener
 
@@ -29,6 +29,7 @@ class PostgresBackend(Backend):
 
     can_listen = True  # LISTEN/NOTIFY: wake-ups from every host
     claim_lock = "FOR UPDATE SKIP LOCKED"
+    json_from_text = "{}::jsonb"
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     claimed_ids = "id = ANY(ARRAY({pick}))"
     # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
@@ -139,6 +140,21 @@ class PostgresBackend(Backend):
             run.leased, run.errors, run.finished_at = len(items) + errors, errors, None if items else timezone.now()
             run.save(using=self.alias, update_fields=["errors", "finished_at"])
         return items
+
+    def after_staging_created(self, table: str) -> None:
+        # Staged rows are merged within minutes or thrown away: not worth the write-ahead log.
+        with self.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {self.quote(table)} SET UNLOGGED")
+
+    def stage_rows(self, table: str, rows: Sequence[StagedRow]) -> None:
+        adapt = self._memo_adapt()
+
+        def write(copy: Any) -> None:
+            for row in rows:
+                copy.write_row([adapt(value) for value in row])
+
+        with self.cursor() as cursor:
+            copy_rows(cursor, f"COPY {self.quote(table)} ({', '.join(STAGED_COLUMNS)}) FROM STDIN", write)
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected

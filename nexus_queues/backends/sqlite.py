@@ -15,6 +15,9 @@ class SQLiteBackend(Backend):
     def database(self) -> str:
         return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
 
+    def shared_between_processes(self) -> bool:
+        return not self.connection.is_in_memory_db()  # type: ignore[attr-defined]
+
     def take_write_lock(self) -> None:
         # A deferred transaction that reads first deadlocks with another reader when both upgrade
         # to write ("database is locked" at once); a write that matches nothing takes the lock now.

@@ -11,6 +11,9 @@ LAZY = {
     "nexus_queues": "public names load on first use: the package is imported before models may be defined",
     "nexus_queues.apps": "AppConfig.ready() runs once the app registry is ready",
     "nexus_queues.worker": "Worker loads on first use, so that LOGGING can name worker.logs before apps load",
+    "nexus_queues.contrib.spark": "public names load on first use: the app's package is imported before models",
+    "nexus_queues.contrib.spark.source": "Spark unpickles it before Django is set up: models load after",
+    "nexus_queues.contrib.spark.writing": "Spark unpickles it before Django is set up: models load after",
 }
 """Modules allowed to import ours inside functions, and why."""
 

@@ -1,0 +1,78 @@
+"""The options of the ``nexus`` data source, checked once on the driver."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...exceptions import InvalidArgument
+
+WRITE_OPTIONS = ("queue", "rejects", "max_rejects", "sync", "stream")
+READ_OPTIONS = ("queue", "partitions")
+SPARKS_OWN = ("path", "checkpointlocation")
+"""Options Spark itself may pass along: ignored."""
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How to write a DataFrame into a queue."""
+
+    queue: str
+    rejects: str | None = None
+    """Where rejected rows go (Parquet, or JSON lines when the path ends in .json or .jsonl)."""
+    max_rejects: int | None = None
+    """How many rejected rows fail the sync beyond; with no ``rejects`` path, 0."""
+    sync: int | None = None
+    """The :class:`~.models.Sync` record to fill (:func:`~.syncing.sync` makes one); a new one when None."""
+    stream: str = ""
+    """A stream's name, under which its batch ids are recorded (default: the queue's name)."""
+
+    @property
+    def rejects_allowed(self) -> int | None:
+        """How many rejects the sync may have, None for any."""
+        return self.max_rejects if self.max_rejects is not None or self.rejects else 0
+
+
+def write_options(options: Mapping[str, str]) -> WriteOptions:
+    """The write options given to the data source, or :class:`InvalidArgument` naming the bad one."""
+    given = _known(options, WRITE_OPTIONS)
+    return WriteOptions(
+        queue=_queue(given),
+        rejects=given.get("rejects") or None,
+        max_rejects=_count(given, "max_rejects"),
+        sync=_count(given, "sync"),
+        stream=given.get("stream", ""),
+    )
+
+
+def read_options(options: Mapping[str, str]) -> tuple[str, int | None]:
+    """The queue to read and how many partitions to read it in (None: as its size suggests)."""
+    given = _known(options, READ_OPTIONS)
+    return _queue(given), _count(given, "partitions", minimum=1)
+
+
+def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:
+    given = {key.lower(): str(value) for key, value in options.items()}
+    unknown = sorted(set(given) - set(names) - set(SPARKS_OWN))
+    if unknown:
+        known = ", ".join(names)
+        raise InvalidArgument(f"Unknown option {', '.join(unknown)} of the nexus data source; it takes {known}.")
+    return given
+
+
+def _queue(given: dict[str, str]) -> str:
+    if not given.get("queue"):
+        raise InvalidArgument('The nexus data source needs the queue: .option("queue", "<queue name>").')
+    return given["queue"]
+
+
+def _count(given: dict[str, str], name: str, minimum: int = 0) -> int | None:
+    if name not in given:
+        return None
+    try:
+        value = int(given[name])
+    except ValueError:
+        value = -1
+    if value < minimum:
+        raise InvalidArgument(f"Option {name} must be a whole number of at least {minimum}, got {given[name]!r}.")
+    return value

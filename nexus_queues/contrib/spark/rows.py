@@ -1,0 +1,135 @@
+"""A DataFrame's rows as staged messages: validated by the message class, or rejected with the reason per field."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+from pydantic import ValidationError
+
+from ...enqueueing import Placement, enqueue_row, resolve_placement
+from ...exceptions import NexusQueuesError
+from ...messages import QueueMessage
+from ...serialization import MessageEncoder
+from ...staging import StagedRow
+
+PLACEMENT_COLUMNS = ("process_at", "expires_at", "status", "headers")
+"""Optional columns that place the message rather than fill it (unless the message class has such a field)."""
+POSITION_BITS = 40
+"""A partition's rows are numbered below 2**40; its index fills the bits above."""
+
+
+class RowStager:
+    """Turns the Arrow batches of one partition into staged rows under one token."""
+
+    def __init__(self, message_class: type[QueueMessage], token: int, partition: int, now: datetime) -> None:
+        self.message_class = message_class
+        self.token = token
+        self.now = now
+        self.next_position = partition << POSITION_BITS
+        self.placing = tuple(c for c in PLACEMENT_COLUMNS if c not in message_class.model_fields)
+        self.unplaced = resolve_placement(None, None, None, None, None)
+        self.rejected = 0
+
+    def rows(self, batch: pa.RecordBatch) -> list[StagedRow]:
+        """The batch's rows, staged: messages, and rejects holding their reason."""
+        plain = _plain_maps(batch.schema)
+        staged = []
+        for record in batch.to_pylist():
+            if plain:
+                record = {name: plain(name, value) for name, value in record.items()}
+            staged.append(self._row(record, self.next_position))
+            self.next_position += 1
+        return staged
+
+    def _row(self, record: dict[str, Any], position: int) -> StagedRow:
+        values = dict(record)
+        placing = {column: values.pop(column, None) for column in self.placing}
+        errors = []
+        try:
+            placement = self._placement(**placing) if any(v is not None for v in placing.values()) else self.unplaced
+        except _PlacementError as exc:
+            errors.append(exc.error)
+            placement = self.unplaced
+        try:
+            message = self.message_class.model_validate(values)
+            row = enqueue_row(message, placement, self.now)
+        except ValidationError as exc:
+            errors += [{"field": _field(e["loc"]), "reason": e["msg"]} for e in exc.errors()]
+        except NexusQueuesError as exc:
+            errors.append({"field": getattr(exc, "field", "") or "(message)", "reason": str(exc)})
+        if errors:
+            self.rejected += 1
+            reject = json.dumps({"position": position, "row": record, "errors": errors}, cls=_Encoder)
+            return StagedRow(self.token, position, None, None, None, None, None, None, None, reject)
+        return StagedRow(self.token, position, row.message_id, row.message, row.message_hash, *row[3:7], None)
+
+    def _placement(
+        self, process_at: Any = None, expires_at: Any = None, status: Any = None, headers: Any = None
+    ) -> Placement:
+        """The placement the row's columns ask for, each column checked by enqueue's rules."""
+        alone = {
+            "process_at": (process_at, None, None, None, None),
+            "status": (None, None, status, None, None),
+            "expires_at": (None, None, None, expires_at, None),
+            "headers": (None, None, None, None, headers),
+        }
+        for column, options in alone.items():
+            try:
+                resolve_placement(*options)
+            except NexusQueuesError as exc:
+                raise _PlacementError(column, str(exc)) from exc
+        try:
+            return resolve_placement(process_at, None, status, expires_at, headers)
+        except NexusQueuesError as exc:  # each alone is fine: a status and a time together are not
+            raise _PlacementError("status", str(exc)) from exc
+
+
+class _Encoder(MessageEncoder):
+    """Writes any value a rejected row holds: what JSON lacks, as its text."""
+
+    def default(self, o: Any) -> Any:
+        try:
+            return super().default(o)
+        except TypeError:
+            return repr(o)
+
+
+class _PlacementError(Exception):
+    def __init__(self, column: str, reason: str) -> None:
+        self.error = {"field": column, "reason": reason}
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in location) or "(row)"
+
+
+def _plain_maps(schema: pa.Schema) -> Any:
+    """A function making Arrow's maps (lists of pairs) into dicts in a column's values; None without maps."""
+    types = {field.name: field.type for field in schema}
+    if not any(_has_map(t) for t in types.values()):
+        return None
+    return lambda name, value: _plain(types[name], value)
+
+
+def _has_map(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _has_map(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return any(_has_map(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    return False
+
+
+def _plain(arrow_type: pa.DataType, value: Any) -> Any:
+    if value is None or not _has_map(arrow_type):
+        return value
+    if pa.types.is_map(arrow_type):
+        return {k: _plain(arrow_type.item_type, v) for k, v in value}
+    if pa.types.is_struct(arrow_type):
+        fields = {arrow_type.field(i).name: arrow_type.field(i).type for i in range(arrow_type.num_fields)}
+        return {k: _plain(fields[k], v) for k, v in value.items()}
+    return [_plain(arrow_type.value_type, item) for item in value]

@@ -1,0 +1,71 @@
+"""``sync(df, MessageClass)``: a DataFrame into a queue, with the counts of what it did."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
+
+from ...exceptions import NexusQueuesError
+from ...messages import QueueMessage
+from ...registry import registry
+from .models import Sync
+from .source import register
+
+logger = logging.getLogger("nexus_queues.spark")
+
+
+class SyncFailed(NexusQueuesError):
+    """The sync failed and stored nothing; :attr:`record` says why."""
+
+    def __init__(self, record: Sync, reason: str) -> None:
+        self.record = record
+        super().__init__(f"Sync #{record.pk} into {record.queue} failed, nothing was stored: {reason}")
+
+
+@dataclass(frozen=True)
+class SyncCounts:
+    """What a sync did with the DataFrame's rows."""
+
+    new: int
+    changed: int
+    unchanged: int
+    scheduled: int
+    rejected: int
+    superseded: int
+
+    @classmethod
+    def of(cls, record: Sync) -> SyncCounts:
+        """The counts a sync's record holds."""
+        return cls(record.new, record.changed, record.unchanged, record.scheduled, record.rejected, record.superseded)
+
+
+def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any) -> SyncCounts:
+    """Sync ``df`` into the queue of ``message_class``, all or nothing; the counts of what it did.
+
+    ``options`` are the data source's (``rejects``, ``max_rejects``). Raises :class:`SyncFailed` when
+    nothing was stored: too many rejects, a failed task, a database error.
+    """
+    message_class = registry.resolve(message_class)
+    alias = message_class.queue_options.database
+    register(df.sparkSession)
+    record = Sync.objects.using(alias).create(queue=message_class.queue_name())
+    writer = df.write.format("nexus").mode("append").option("queue", record.queue).option("sync", record.pk)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    try:
+        writer.save()
+    except PySparkException as exc:
+        record.refresh_from_db()
+        raise SyncFailed(record, record.error or _first_line(exc)) from exc
+    record.refresh_from_db()
+    counts = SyncCounts.of(record)
+    logger.info("Sync #%s into %s: %s.", record.pk, record.queue, counts, extra={"action": "spark_sync_stored"})
+    return counts
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

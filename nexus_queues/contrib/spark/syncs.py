@@ -1,0 +1,131 @@
+"""What a sync does in each of Spark's processes: stage a partition's rows (executors), then merge
+them into the queue in one transaction or throw them away (driver)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from itertools import islice
+
+import pyarrow as pa
+from django.db import transaction
+from django.utils import timezone
+from pyspark import TaskContext
+
+from ... import staging
+from ...exceptions import NexusQueuesError
+from ...messages import QueueMessage
+from ...registry import registry
+from .models import Sync
+from .options import WriteOptions
+from .rejects import write_rejects
+from .rows import RowStager
+from .writing import Staged
+
+logger = logging.getLogger("nexus_queues.spark")
+
+
+class TooManyRejects(NexusQueuesError):
+    """More rows were rejected than the sync's ``max_rejects`` allows: nothing was stored."""
+
+
+def _queue(options: WriteOptions) -> tuple[type[QueueMessage], str]:
+    message_class = registry.get(options.queue)
+    return message_class, message_class.queue_options.database
+
+
+def begin(options: WriteOptions, record: bool) -> tuple[str, int | None]:
+    """Create the staging table and, when ``record``, the sync's record (unless the options name one)."""
+    message_class, alias = _queue(options)
+    table = staging.new_table_name(message_class.queue_name())
+    sync_id = options.sync
+    if record and sync_id is None:
+        sync_id = Sync.objects.using(alias).create(queue=message_class.queue_name()).pk
+    staging.create(alias, table)
+    return table, sync_id
+
+
+def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) -> Staged:
+    """Stage a partition's rows under a new token, one transaction per Arrow batch."""
+    message_class, alias = _queue(options)
+    context = TaskContext.get()
+    stager = RowStager(message_class, staging.new_token(), context.partitionId() if context else 0, timezone.now())
+    rows = 0
+    for batch in batches:
+        staged = stager.rows(batch)
+        staging.stage(alias, table, staged)
+        rows += len(staged)
+    return Staged(stager.token, rows - stager.rejected, stager.rejected)
+
+
+def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Staged]) -> None:
+    """Merge a batch write into its queue and record it; on failure record why. Drops the staging table."""
+    _, alias = _queue(options)
+    record = Sync.objects.using(alias).get(pk=sync_id)
+    try:
+        _merge(options, table, staged, record)
+    except Exception as exc:
+        _fail(record, alias, str(exc))
+        raise
+    finally:
+        staging.drop(alias, table)
+
+
+def abort(options: WriteOptions, table: str, sync_id: int) -> None:
+    """Throw a batch write's staged rows away and record that it stored nothing."""
+    _, alias = _queue(options)
+    staging.drop(alias, table)
+    record = Sync.objects.using(alias).get(pk=sync_id)
+    if record.state == Sync.State.RUNNING:
+        _fail(record, alias, "Spark aborted the write (a task failed): nothing was stored.")
+
+
+def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Sequence[Staged]) -> None:
+    """Merge a stream's micro-batch and record its id in the same transaction, unless it was stored before."""
+    message_class, alias = _queue(options)
+    stream = options.stream or message_class.queue_name()
+    try:
+        if Sync.objects.using(alias).filter(stream=stream, batch_id=batch_id).exists():
+            logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
+            return
+        _merge(options, table, staged, Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id))
+    finally:
+        staging.clear(alias, table)
+
+
+def abort_batch(options: WriteOptions, table: str) -> None:
+    """Throw a stream's staged micro-batch away."""
+    staging.clear(_queue(options)[1], table)
+
+
+def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: Sync) -> None:
+    """Check the rejects, then merge the staged messages and save ``record``, in one transaction."""
+    message_class, alias = _queue(options)
+    tokens = [s.token for s in staged]
+    record.rejected = sum(s.rejects for s in staged)
+    if record.rejected and options.rejects:
+        write_rejects(options.rejects, staging.rejects(alias, table, tokens))
+    allowed = options.rejects_allowed
+    if allowed is not None and record.rejected > allowed:
+        if options.rejects:
+            where = f"; they are in {options.rejects}"
+        else:
+            where = "; the first: " + "; ".join(islice(staging.rejects(alias, table, tokens), 3))
+        raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
+    with transaction.atomic(using=alias):
+        counts = staging.merge(message_class, table, tokens, notify=True)
+        record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
+        record.scheduled, record.superseded = counts.scheduled, counts.superseded
+        record.state, record.finished_at = Sync.State.STORED, timezone.now()
+        record.save(using=alias)
+    logger.info(
+        "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected.",
+        record.pk, record.queue, record.new, record.changed, record.unchanged, record.scheduled, record.rejected,
+        extra={"action": "spark_sync_stored"},
+    )
+
+
+def _fail(record: Sync, alias: str, error: str) -> None:
+    record.state, record.error, record.finished_at = Sync.State.FAILED, error, timezone.now()
+    record.save(using=alias)
+    logger.warning("Sync #%s into %s failed: %s", record.pk, record.queue, error, extra={"action": "spark_sync_failed"})

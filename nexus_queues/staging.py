@@ -1,0 +1,106 @@
+"""Staging tables: rows written by many processes at once, then merged into a queue in one
+transaction by enqueue's rules (new ids stored, changed ones replace the stored message, unchanged
+ones discarded on idempotent queues).
+
+Each writer tags its rows with a token of its own; the merge takes only the tokens it is given, so
+rows of a writer that failed, was retried or ran twice are left out.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from django.apps.registry import Apps
+from django.db import connections, models, transaction
+from django.utils import timezone
+
+from .backends import backend_for
+from .backends.base import MergeCounts as MergeCounts
+from .backends.base import StagedRow as StagedRow
+from .status import MAX_STATUS_LENGTH
+
+if TYPE_CHECKING:
+    from .messages import QueueMessage
+
+PREFIX = "nexus_staging_"
+
+
+def new_token() -> int:
+    """A writer's token: random, so that writers need not agree on one."""
+    return secrets.randbits(62) + 1
+
+
+def new_table_name(queue: str) -> str:
+    """A staging table name no other sync uses, telling the queue and when it was made."""
+    stamp = timezone.now().strftime("%Y%m%d%H%M%S")
+    return f"{PREFIX}{stamp}_{secrets.token_hex(4)}_{queue}"[:63]
+
+
+def staging_model(table: str) -> type[models.Model]:
+    """An unregistered model of staging table ``table``, for Django's schema editor to create and drop."""
+    meta = type("Meta", (), {"apps": Apps(), "app_label": "nexus_queues", "db_table": table})
+    fields = {
+        "token": models.BigIntegerField(),
+        "position": models.BigIntegerField(),
+        "message_id": models.CharField(max_length=255, null=True),
+        "message": models.TextField(null=True),
+        "message_hash": models.CharField(max_length=64, null=True),
+        "headers": models.TextField(null=True),
+        "status": models.CharField(max_length=MAX_STATUS_LENGTH, null=True),
+        "process_at": models.DateTimeField(null=True),
+        "expires_at": models.DateTimeField(null=True),
+        "reject": models.TextField(null=True),
+    }
+    return type("StagingRow", (models.Model,), {"__module__": __name__, "Meta": meta, **fields})
+
+
+def create(alias: str, table: str) -> None:
+    """Create staging table ``table`` on database ``alias``."""
+    with connections[alias].schema_editor() as editor:
+        editor.create_model(staging_model(table))
+    backend_for(alias).after_staging_created(table)
+
+
+def drop(alias: str, table: str) -> None:
+    """Drop staging table ``table`` if it exists."""
+    if table in connections[alias].introspection.table_names():
+        with connections[alias].schema_editor() as editor:
+            editor.delete_model(staging_model(table))
+
+
+def clear(alias: str, table: str) -> None:
+    """Empty staging table ``table`` (a stream's, between its batches)."""
+    staging_model(table)._default_manager.using(alias).all().delete()
+
+
+def stage(alias: str, table: str, rows: Sequence[StagedRow]) -> None:
+    """Write ``rows`` into staging table ``table`` in one transaction (PostgreSQL: COPY)."""
+    if rows:
+        with transaction.atomic(using=alias):
+            backend_for(alias).stage_rows(table, rows)
+
+
+def rejects(alias: str, table: str, tokens: Sequence[int]) -> Iterable[str]:
+    """The rejects staged under ``tokens``, in position order."""
+    return backend_for(alias).staged_rejects(table, tokens)
+
+
+def merge(message_class: type[QueueMessage], table: str, tokens: Sequence[int], *, notify: bool) -> MergeCounts:
+    """Merge the messages staged under ``tokens`` into the queue of ``message_class``, in the caller's
+    transaction; ``notify`` wakes the queue's workers once, when it commits."""
+    if not tokens:
+        return MergeCounts()
+    options = message_class.queue_options
+    backend = backend_for(options.database)
+    model = message_class.queue_model
+    backend.take_write_lock()
+    default = backend.default_status(model)
+    if message_class.has_identity:
+        counts = backend.merge_staged(model, table, tokens, default, timezone.now(), idempotent=options.idempotent)
+    else:
+        counts = backend.append_staged(model, table, tokens, default, timezone.now())
+    if notify and (counts.new or counts.changed or (counts.unchanged and not options.idempotent)):
+        backend.notify(message_class.queue_name())
+    return counts

@@ -1,0 +1,34 @@
+"""One local Spark for the whole run (it takes seconds to start), registered on the test databases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from nexus_queues.contrib.spark import session
+
+
+@pytest.fixture(scope="session")
+def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[SparkSession]:
+    """A ``local[2]`` SparkSession whose processes use this run's test databases."""
+    with django_db_blocker.unblock():
+        spark = session(
+            "local[2]",
+            **{"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"},
+        )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture
+def frame(spark: SparkSession) -> Any:
+    """``frame(rows, schema)``: a DataFrame of ``rows`` in two partitions."""
+
+    def make(rows: list[Any], schema: str) -> DataFrame:
+        return spark.createDataFrame(rows, schema).repartition(2)
+
+    return make
