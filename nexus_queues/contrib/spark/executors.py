@@ -38,7 +38,7 @@ class DjangoSetup:
                 "(settings.configure() cannot be passed to them)."
             )
         databases = {alias: dict(connections[alias].settings_dict) for alias in connections}
-        return cls(module, databases, tuple(path for path in sys.path if path))
+        return cls(module, databases, tuple(path or os.getcwd() for path in sys.path))
 
     def ensure(self) -> None:
         """Set Django up in this process unless it is already."""
