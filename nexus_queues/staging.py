@@ -8,13 +8,16 @@ rows of a writer that failed, was retried or ran twice are left out.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.apps.registry import Apps
 from django.db import connections, models, transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from .backends import backend_for
 from .backends.base import MergeCounts as MergeCounts
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
     from .messages import QueueMessage
 
 PREFIX = "nexus_staging_"
+STREAM_PREFIX = "nexus_stream_"
+STALE_AFTER = timedelta(days=1)
+"""A batch's staging table older than this was left by a driver that died: :func:`drop_stale` drops it."""
+_STAMP = "%Y%m%d%H%M%S"
 
 
 def new_token() -> int:
@@ -34,8 +41,25 @@ def new_token() -> int:
 
 def new_table_name(queue: str) -> str:
     """A staging table name no other sync uses, telling the queue and when it was made."""
-    stamp = timezone.now().strftime("%Y%m%d%H%M%S")
-    return f"{PREFIX}{stamp}_{secrets.token_hex(4)}_{queue}"[:63]
+    return f"{PREFIX}{timezone.now().strftime(_STAMP)}_{secrets.token_hex(4)}_{queue}"[:63]
+
+
+def stream_table_name(stream: str) -> str:
+    """The staging table of stream ``stream``: the same across its restarts, emptied after each batch."""
+    digest = hashlib.sha256(stream.encode()).hexdigest()[:12]
+    return f"{STREAM_PREFIX}{digest}_{slugify(stream).replace('-', '_')}"[:63]
+
+
+def drop_stale(alias: str, now: datetime) -> list[str]:
+    """Drop the batch staging tables on ``alias`` made before ``now - STALE_AFTER``; their names."""
+    stale = []
+    for table in connections[alias].introspection.table_names():
+        if table.startswith(PREFIX):
+            made = datetime.strptime(table[len(PREFIX) :][:14], _STAMP).replace(tzinfo=UTC)
+            if made < now - STALE_AFTER:
+                drop(alias, table)
+                stale.append(table)
+    return stale
 
 
 def staging_model(table: str) -> type[models.Model]:
@@ -57,7 +81,9 @@ def staging_model(table: str) -> type[models.Model]:
 
 
 def create(alias: str, table: str) -> None:
-    """Create staging table ``table`` on database ``alias``."""
+    """Create staging table ``table`` on database ``alias`` unless it exists."""
+    if table in connections[alias].introspection.table_names():
+        return
     with connections[alias].schema_editor() as editor:
         editor.create_model(staging_model(table))
     backend_for(alias).after_staging_created(table)

@@ -12,7 +12,6 @@ class Sync(models.Model):
         RUNNING = "running", "Running"
         STORED = "stored", "Stored"
         FAILED = "failed", "Failed"
-        REPLAYED = "replayed", "Replayed (stored before)"
 
     queue = models.CharField(max_length=255)
     stream = models.CharField(max_length=255, blank=True, default="", help_text="The stream's name; blank for a batch.")
@@ -26,6 +25,9 @@ class Sync(models.Model):
     scheduled = models.PositiveBigIntegerField(default=0)
     superseded = models.PositiveBigIntegerField(default=0)
     rejected = models.PositiveBigIntegerField(default=0)
+    replays = models.PositiveIntegerField(
+        default=0, help_text="How many times Spark ran the batch again after it was stored."
+    )
     error = models.TextField(blank=True, default="")
 
     class Meta:

@@ -9,6 +9,7 @@ from itertools import islice
 
 import pyarrow as pa
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from pyspark import TaskContext
 
@@ -34,15 +35,23 @@ def _queue(options: WriteOptions) -> tuple[type[QueueMessage], str]:
     return message_class, message_class.queue_options.database
 
 
-def begin(options: WriteOptions, record: bool) -> tuple[str, int | None]:
-    """Create the staging table and, when ``record``, the sync's record (unless the options name one)."""
+def begin(options: WriteOptions) -> tuple[str, int]:
+    """Create a batch write's staging table and its record (unless the options name one); drop stale ones."""
     message_class, alias = _queue(options)
+    for table in staging.drop_stale(alias, timezone.now()):
+        logger.warning("Dropped staging table %s, left by a sync whose driver stopped.", table)
     table = staging.new_table_name(message_class.queue_name())
-    sync_id = options.sync
-    if record and sync_id is None:
-        sync_id = Sync.objects.using(alias).create(queue=message_class.queue_name()).pk
+    sync_id = options.sync or Sync.objects.using(alias).create(queue=message_class.queue_name()).pk
     staging.create(alias, table)
     return table, sync_id
+
+
+def begin_stream(options: WriteOptions) -> str:
+    """Create the stream's staging table unless a run before made it."""
+    message_class, alias = _queue(options)
+    table = staging.stream_table_name(options.stream or message_class.queue_name())
+    staging.create(alias, table)
+    return table
 
 
 def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) -> Staged:
@@ -84,8 +93,8 @@ def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Seque
     """Merge a stream's micro-batch and record its id in the same transaction, unless it was stored before."""
     message_class, alias = _queue(options)
     stream = options.stream or message_class.queue_name()
-    try:
-        if Sync.objects.using(alias).filter(stream=stream, batch_id=batch_id).exists():
+    try:  # the batch id is checked again by the record's unique constraint, in the merge's transaction
+        if Sync.objects.using(alias).filter(stream=stream, batch_id=batch_id).update(replays=F("replays") + 1):
             logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
             return
         _merge(options, table, staged, Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id))
@@ -120,7 +129,13 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.save(using=alias)
     logger.info(
         "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected.",
-        record.pk, record.queue, record.new, record.changed, record.unchanged, record.scheduled, record.rejected,
+        record.pk,
+        record.queue,
+        record.new,
+        record.changed,
+        record.unchanged,
+        record.scheduled,
+        record.rejected,
         extra={"action": "spark_sync_stored"},
     )
 

@@ -45,8 +45,8 @@ class SyncWriter(DataSourceArrowWriter):
         with django_ready(django):
             from . import syncs
 
-            table, sync_id = syncs.begin(options, record=True)
-        return cls(options, django, table, sync_id or 0)
+            table, sync_id = syncs.begin(options)
+        return cls(options, django, table, sync_id)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Staged:
         with django_ready(self.django):
@@ -81,8 +81,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         with django_ready(django):
             from . import syncs
 
-            table, _ = syncs.begin(options, record=False)
-        return cls(options, django, table)
+            return cls(options, django, syncs.begin_stream(options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Staged:
         with django_ready(self.django):

@@ -13,12 +13,16 @@ from nexus_queues.contrib.spark import session
 
 @pytest.fixture(scope="session")
 def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[SparkSession]:
-    """A ``local[2]`` SparkSession whose processes use this run's test databases."""
+    """A local SparkSession of two threads whose processes use this run's test databases; a failed task
+    is tried twice (``local[2,2]``), and Arrow batches are small so that a partition stages several."""
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100",
+    }
     with django_db_blocker.unblock():
-        spark = session(
-            "local[2]",
-            **{"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"},
-        )
+        spark = session("local[2,2]", **conf)
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()

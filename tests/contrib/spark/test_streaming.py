@@ -1,0 +1,68 @@
+"""Structured Streaming into a queue: each micro-batch merged once, even when Spark replays it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from django.db import connection
+from pyspark.sql import SparkSession
+
+from nexus_queues.contrib.spark.models import Sync
+from nexus_queues.staging import STREAM_PREFIX
+from tests.testapp.queues import Greeting
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def add_file(folder: Path, name: str, names: list[str]) -> None:
+    folder.mkdir(exist_ok=True)
+    table = pa.table(
+        {"name": names, "times": list(range(len(names)))},
+        schema=pa.schema([("name", pa.string()), ("times", pa.int64())]),
+    )
+    pq.write_table(table, folder / name)
+
+
+def run_stream(spark: SparkSession, source: Path, checkpoint: Path) -> None:
+    """Run the stream over what the folder holds now, then stop."""
+    df = spark.readStream.schema("name string, times long").parquet(str(source))
+    query = (
+        df.writeStream.format("nexus")
+        .option("queue", "greetings")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+
+
+def test_stream__batches_stored_once_even_when_replayed(spark: SparkSession, tmp_path: Path) -> None:
+    """Each micro-batch is stored once and recorded; a batch Spark runs again after a crash stores nothing twice."""
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    add_file(source, "a.parquet", ["a1", "a2", "a3"])
+    run_stream(spark, source, checkpoint)
+    assert sorted(i.message.name for i in Greeting.queue_items()) == ["a1", "a2", "a3"]
+
+    # A crash after the merge but before Spark noted the batch done: Spark runs batch 0 again on restart.
+    for done in ("0", ".0.crc"):
+        (checkpoint / "commits" / done).unlink()
+    run_stream(spark, source, checkpoint)
+    assert Greeting.queue_items().count() == 3
+
+    add_file(source, "b.parquet", ["b1"])
+    run_stream(spark, source, checkpoint)
+
+    assert sorted(i.message.name for i in Greeting.queue_items()) == ["a1", "a2", "a3", "b1"]
+    assert list(Sync.objects.order_by("batch_id").values_list("stream", "batch_id", "new", "replays")) == [
+        ("greetings", 0, 3, 1),
+        ("greetings", 1, 1, 0),
+    ]
+    staged = [t for t in connection.introspection.table_names() if t.startswith(STREAM_PREFIX)]
+    assert len(staged) == 1
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(staged[0])}")
+        assert cursor.fetchone()[0] == 0
