@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel
+from pydantic import AfterValidator, AwareDatetime, BaseModel
+
+
+def _in_utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+"""An aware time, kept in UTC: the same moment read in any time zone gives the same message JSON."""
 
 
 class Price(BaseModel):
@@ -15,8 +24,8 @@ class Price(BaseModel):
     currency: str
     amount: Decimal
     # Aware times only: a naive one would be read in whatever time zone the reader happens to use.
-    valid_from: AwareDatetime | None = None
-    valid_to: AwareDatetime | None = None
+    valid_from: UtcDatetime | None = None
+    valid_to: UtcDatetime | None = None
 
     def is_valid_at(self, moment: datetime) -> bool:
         """Does the price hold at ``moment``?"""

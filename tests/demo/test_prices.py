@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from demo_project.shop.prices import Price, next_price_start, prices_at
+from nexus_queues.serialization import canonical_json
 
 NOON = datetime(2026, 11, 23, 12, tzinfo=UTC)
 
@@ -48,3 +49,10 @@ def test_price__refuses_times_without_a_time_zone():
         price("1", datetime(2026, 11, 23))
     with pytest.raises(ValidationError, match="timezone"):
         Price.model_validate({"currency": "EUR", "amount": "1", "valid_to": "2026-11-23T00:00:00"})
+
+
+def test_price__keeps_times_in_utc():
+    """A time given in another zone is kept as the same moment in UTC, so its message JSON is the same."""
+    stockholm = Price.model_validate({"currency": "EUR", "amount": "1", "valid_from": "2026-11-23T13:00:00+01:00"})
+    assert stockholm.valid_from == NOON and stockholm.valid_from.utcoffset() == timedelta(0)
+    assert canonical_json(stockholm) == canonical_json(price("1", NOON))
