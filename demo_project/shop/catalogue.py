@@ -84,7 +84,7 @@ class _Draws:
     """Per product, a number below a bound drawn from the seed, the product's position and a name."""
 
     def __init__(self, products: int, seed: int) -> None:
-        self.positions = pa.array(range(products), pa.uint64())
+        self.positions = pc.cast(_count_up(products), pa.uint64())
         self.seed = seed
 
     def numbers(self) -> pa.Array:
@@ -145,7 +145,7 @@ def _prices(cents: pa.Array, valid_from: pa.Array | None, valid_to: pa.Array | N
 def _interleave(slots: list[tuple[pa.Array, pa.StructArray]], products: int) -> pa.ListArray:
     """Each product's prices in slot order, keeping the slots whose condition holds for it."""
     width = len(slots)
-    position = pa.array(range(products * width), pa.int64())
+    position = _count_up(products * width)
     product = pc.divide(position, width)
     slot = pc.subtract(position, pc.multiply(product, width))
     order = pc.add(pc.multiply(slot, products), product)
@@ -154,6 +154,11 @@ def _interleave(slots: list[tuple[pa.Array, pa.StructArray]], products: int) -> 
     counts = reduce(pc.add, [pc.cast(condition, pa.int32()) for condition, _ in slots])
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(counts)])
     return pa.ListArray.from_arrays(offsets, values, type=SCHEMA.field("prices").type)
+
+
+def _count_up(length: int) -> pa.Array:
+    """0, 1, 2, ... as int64: many times faster than converting a Python range."""
+    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), length)), 1)
 
 
 def _changes(products: int, count: int) -> tuple[pa.Array, pa.Array]:
