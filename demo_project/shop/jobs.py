@@ -31,7 +31,11 @@ class ProductUpdatedJob(QueueJob):
     def process(self, message: ProductUpdated) -> datetime | None:
         now = timezone.now()
         before = previous_message()
-        change = "new" if before is None else f"was {before.name!r}"
-        prices = ", ".join(f"{p.amount} {p.currency}" for p in prices_at(message.prices, now)) or "no price"
-        logger.info("Product %s is %r at %s (%s).", message.sku, message.name, prices, change)
+        change = f"was {_described(before, now)}" if isinstance(before, ProductUpdated) else "new"
+        logger.info("Product %s is %s (%s).", message.sku, _described(message, now), change)
         return next_price_start(message.prices, now)
+
+
+def _described(product: ProductUpdated, moment: datetime) -> str:
+    prices = ", ".join(f"{p.amount} {p.currency}" for p in prices_at(product.prices, moment)) or "no price"
+    return f"{product.name!r} at {prices}"

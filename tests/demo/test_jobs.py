@@ -7,7 +7,7 @@ import logging, sys
 from datetime import UTC, datetime
 from decimal import Decimal
 from django.core.management import call_command
-from nexus_queues import enqueue_many
+from nexus_queues import enqueue, enqueue_many
 from nexus_queues.worker.loop import Worker
 from demo_project.shop.jobs import ProductUpdatedJob
 from demo_project.shop.prices import Price
@@ -31,16 +31,22 @@ enqueue_many([
     ]),
 ])
 Worker(job_classes=[ProductUpdatedJob], burst=True, listen=False).run()
+enqueue(ProductUpdated(sku="NOW", name="Armchair", prices=[eur("12.50", new_year(2000))]))
+Worker(job_classes=[ProductUpdatedJob], burst=True, listen=False).run()
 for item in ProductUpdated.queue_items().order_by("message_id"):
     print("row", item.message_id, item.status, item.process_at.isoformat() if item.status == "Sleeping" else "-")
 """
 
 
 def test_product_updated_job__runs_again_when_the_next_price_starts(demo_python):
-    """A product with a later price becomes Sleeping until its earliest start; one without is Processed."""
+    """A product with a later price becomes Sleeping until its earliest start; one without is Processed.
+
+    Each run logs the price valid now, and a new version also the processed one it replaces.
+    """
     lines = demo_python(WORKER_ON_PRODUCTS).stdout.splitlines()
     assert sorted(line for line in lines if line.startswith("Product ")) == [
         "Product LATER is 'Table' at 20.00 EUR (new).",
+        "Product NOW is 'Armchair' at 12.50 EUR (was 'Chair' at 9.95 EUR).",
         "Product NOW is 'Chair' at 9.95 EUR (new).",
     ]
     assert [line for line in lines if line.startswith("row ")] == [
