@@ -9,7 +9,8 @@ from decimal import Decimal
 
 from nexus_queues import QueueMessage, enqueue, enqueue_many, lease
 
-from .queues import Price, ProductUpdated, SendOrderConfirmation
+from .prices import Price
+from .queues import ProductUpdated, SendOrderConfirmation
 
 
 def run_demo() -> Iterator[str]:

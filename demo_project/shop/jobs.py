@@ -1,9 +1,13 @@
 """The demo shop's queue jobs: ``python manage.py nexus_worker`` runs them."""
 
 import logging
+from datetime import datetime
+
+from django.utils import timezone
 
 from nexus_queues import QueueJob, previous_message
 
+from .prices import next_price_start, prices_at
 from .queues import ProductUpdated, SendOrderConfirmation
 
 logger = logging.getLogger(__name__)
@@ -20,11 +24,18 @@ class SendOrderConfirmationJob(QueueJob):
 
 
 class ProductUpdatedJob(QueueJob):
-    """Logs what changed since the product was last processed."""
+    """Logs the product's price valid now and runs again when a later price starts."""
 
     message_class = ProductUpdated
 
-    def process(self, message: ProductUpdated) -> None:
+    def process(self, message: ProductUpdated) -> datetime | None:
+        now = timezone.now()
         before = previous_message()
-        change = "new" if before is None else f"was {before.name!r}"
-        logger.info("Product %s is %r (%s).", message.sku, message.name, change)
+        change = f"was {_described(before, now)}" if isinstance(before, ProductUpdated) else "new"
+        logger.info("Product %s is %s (%s).", message.sku, _described(message, now), change)
+        return next_price_start(message.prices, now)
+
+
+def _described(product: ProductUpdated, moment: datetime) -> str:
+    prices = ", ".join(f"{p.amount} {p.currency}" for p in prices_at(product.prices, moment)) or "no price"
+    return f"{product.name!r} at {prices}"

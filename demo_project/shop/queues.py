@@ -2,9 +2,9 @@
 
 from decimal import Decimal
 
-from pydantic import BaseModel
-
 from nexus_queues import QueueMessage, QueueMessageWithId
+
+from .prices import Price
 
 
 class SendOrderConfirmation(QueueMessage, queue="send_order_confirmation", category="Orders"):
@@ -14,16 +14,8 @@ class SendOrderConfirmation(QueueMessage, queue="send_order_confirmation", categ
     email: str
 
 
-class Price(BaseModel):
-    """A price valid in a currency from a date."""
-
-    currency: str
-    amount: Decimal
-    valid_from: str | None = None
-
-
 class ProductUpdated(QueueMessageWithId, queue="product_updates", idempotent=True, category="Catalog"):
-    """A product's catalog data; the same product sent twice unchanged is processed once."""
+    """A product's catalog data and prices; the same product sent twice unchanged is processed once."""
 
     sku: str
     name: str
