@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "health_check",
     "ninja",  # serves the API docs' Swagger UI from static files, not a CDN
     "nexus_queues",
+    "nexus_queues.contrib.spark",
     "demo_project.shop",
 ]
 

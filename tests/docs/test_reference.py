@@ -43,11 +43,20 @@ def test_settings_page__removed_settings_are_gone() -> None:
     assert removed and not still_there, f"listed as removed but still settings: {sorted(still_there)}"
 
 
-@pytest.mark.parametrize("command", ["nexus_worker", "nexus_dispatch", "nexus_api_token"])
-def test_commands_page__lists_every_option(command: str) -> None:
+@pytest.mark.parametrize(
+    ("app", "command"),
+    [
+        ("nexus_queues", "nexus_worker"),
+        ("nexus_queues", "nexus_dispatch"),
+        ("nexus_queues", "nexus_api_token"),
+        ("nexus_queues.contrib.spark", "nexus_spark_sync"),
+        ("demo_project.shop", "nexus_demo_catalogue"),
+    ],
+)
+def test_commands_page__lists_every_option(app: str, command: str) -> None:
     """Every option of each management command appears in its section of the commands page."""
     section = COMMANDS_PAGE.read_text().split(f"## `{command}`", 1)[1].split("\n## ", 1)[0]
-    parser = load_command_class("nexus_queues", command).create_parser("manage.py", command)
+    parser = load_command_class(app, command).create_parser("manage.py", command)
     for action in parser._actions:
         options = set(action.option_strings) - DJANGO_OPTIONS
         if options:
