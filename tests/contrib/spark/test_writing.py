@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from nexus_queues import Status, enqueue
+from nexus_queues.backends import backend_for
 from nexus_queues.contrib.spark import SyncCounts, sync
 from nexus_queues.contrib.spark.models import Sync
 from tests.testapp.queues import Greeting, Inventory, Product
@@ -119,3 +121,16 @@ def test_sync__recorded(frame: Any) -> None:
 
     record = Sync.objects.get()
     assert (record.queue, record.state, record.new, record.finished_at is not None) == ("products", "stored", 4, True)
+
+
+def test_sync__wakes_the_queues_workers_when_it_stored_something(frame: Any) -> None:
+    """Workers listening for the queue are woken when a sync stored messages, not by one that stored none."""
+    df = frame(products(5), PRODUCT)
+    listener = backend_for("default").listen()
+    try:
+        sync(df, Product)
+        assert select.select([listener], [], [], 10)[0] and "products" in listener.received()
+        sync(df, Product)
+        assert not select.select([listener], [], [], 1)[0] or "products" not in listener.received()
+    finally:
+        listener.close()
