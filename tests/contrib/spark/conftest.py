@@ -1,14 +1,16 @@
-"""One local Spark for the whole run (it takes seconds to start), registered on the test databases."""
+"""One local Spark for the whole run (it takes seconds to start) on the test databases; a cluster for a test asking."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from nexus_queues.contrib.spark import session
+from tests.contrib.spark.cluster import Cluster, standalone_cluster
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +38,10 @@ def frame(spark: SparkSession) -> Any:
         return spark.createDataFrame(rows, schema).repartition(2)
 
     return make
+
+
+@pytest.fixture
+def spark_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A standalone Spark master and worker on 127.0.0.1 for this test, their logs in ``tmp_path``."""
+    with standalone_cluster(tmp_path) as cluster:
+        yield cluster

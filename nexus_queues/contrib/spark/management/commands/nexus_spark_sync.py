@@ -24,6 +24,14 @@ def count(text: str) -> int:
     return int(text)
 
 
+def setting(text: str) -> tuple[str, str]:
+    """A Spark setting written KEY=VALUE, for argparse."""
+    key, equals, value = text.partition("=")
+    if not key.strip() or not equals:
+        raise argparse.ArgumentTypeError(f"must read KEY=VALUE, as spark.executor.memory=4g; got {text!r}")
+    return key.strip(), value
+
+
 class Command(BaseCommand):
     help = "Sync a file of rows into a queue on Spark, all or nothing, and print what it did."
 
@@ -32,6 +40,14 @@ class Command(BaseCommand):
         parser.add_argument("--input", required=True, help="The file or folder of rows (Spark reads it).")
         parser.add_argument("--format", choices=FORMATS, default="parquet", help="The input's format.")
         parser.add_argument("--master", help="Spark's master URL (default: local Spark, or spark-submit's).")
+        parser.add_argument(
+            "--conf",
+            type=setting,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="A Spark setting, as spark-submit's --conf (spark.executor.memory=4g); repeat for more.",
+        )
         parser.add_argument("--rejects", help="Where rejected rows go: Parquet, or JSON lines for .json/.jsonl.")
         parser.add_argument(
             "--max-rejects", type=count, help="Fail, storing nothing, beyond this many rejects (0 without --rejects)."
@@ -42,7 +58,7 @@ class Command(BaseCommand):
             message_class = registry.get(options["queue"])
         except NexusQueuesError as exc:
             raise CommandError(str(exc)) from exc
-        spark = session(options["master"])
+        spark = session(options["master"], **dict(options["conf"]))
         reader = spark.read.format(options["format"])
         if options["format"] == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
