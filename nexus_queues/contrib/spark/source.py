@@ -21,6 +21,9 @@ from .executors import DjangoSetup, django_ready, shared_database
 from .options import WriteOptions, read_options, write_options
 from .writing import StreamWriter, SyncWriter
 
+REGISTERED = "spark.nexus_queues.registered"
+"""Set on a session once :func:`register` gave it the data source."""
+
 
 class NexusDataSource(DataSource):
     """``spark.read.format("nexus")`` and ``df.write.format("nexus")`` / ``writeStream`` on a queue."""
@@ -71,10 +74,13 @@ class NexusDataSource(DataSource):
 
 def register(spark: SparkSession) -> None:
     """Register the ``nexus`` data source on ``spark``, carrying this process's Django settings to Spark's."""
+    if spark.conf.get(REGISTERED, "") == "true":
+        return
     setup = DjangoSetup.of_this_process()
     # A class made here is pickled by value: every Spark process that unpickles it gets the setup.
     source = type("RegisteredNexusDataSource", (NexusDataSource,), {"django": setup, "__module__": __name__})
     spark.dataSource.register(source)
+    spark.conf.set(REGISTERED, "true")
 
 
 def session(master: str | None = None, **conf: str) -> SparkSession:

@@ -16,7 +16,8 @@ from tests.commands import ROOT
 from tests.contrib.spark.cluster import HOST, STARTUP, Cluster
 from tests.testapp.queues import Product
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Minutes on two cores: once, on the production engine.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("postgresql")]
 
 PRICES = pa.list_(pa.struct([("currency", pa.string()), ("amount", pa.decimal128(10, 2))]))
 
