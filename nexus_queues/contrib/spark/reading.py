@@ -73,7 +73,7 @@ class QueueReader(DataSourceReader):
         with django_ready(self.django):
             message_class = registry.get(self.queue)
             maker = RowMaker(message_class, self.schema)
-            for row in _pages(message_class.queue_items(), partition, maker.columns):
+            for row in pages(message_class.queue_items(), partition, maker.columns):
                 yield maker.row(row)
 
 
@@ -133,12 +133,15 @@ def _default(field: FieldInfo) -> Any:
     return to_jsonable_python(field.default, by_alias=True)
 
 
-def _pages(items: QueueItemQuerySet, ids: IdRange, columns: list[str]) -> Iterator[tuple[Any, ...]]:
-    """The rows of ``ids`` in id order, :data:`PAGE` per query (keyset paging: no cursor is held between pages)."""
+def pages(
+    items: QueueItemQuerySet, ids: IdRange, columns: list[str], size: int = PAGE
+) -> Iterator[tuple[Any, ...]]:
+    """``columns`` (the id first) of the rows in ``ids``, in id order, ``size`` rows a query: no cursor is held
+    between queries, and no engine's client holds more than a page (MySQLdb buffers a whole result)."""
     after = ids.first - 1
     while after < ids.last:
-        page = list(items.filter(id__gt=after, id__lte=ids.last).order_by("id").values_list(*columns)[:PAGE])
+        page = list(items.filter(id__gt=after, id__lte=ids.last).order_by("id").values_list(*columns)[:size])
         yield from page
-        if len(page) < PAGE:
+        if len(page) < size:
             return
         after = page[-1][0]

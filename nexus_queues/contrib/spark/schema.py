@@ -88,6 +88,11 @@ def row_columns(message_class: type[QueueMessage]) -> dict[str, StructField]:
     return {(ROW_PREFIX + c.name if c.name in keys else c.name): c for c in ROW_COLUMNS}
 
 
+def is_json(column: StructField) -> bool:
+    """Does ``column`` hold JSON text (rather than text, or another type)?"""
+    return bool(column.metadata.get("nexus_queues.json"))
+
+
 def message_field(key: str, field: FieldInfo) -> StructField:
     """The column of a message field: nullable, as a stored message may lack it or hold what no longer fits."""
     data_type, json = _type(field.annotation, field.metadata, frozenset())

@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 
 from ...exceptions import InvalidArgument
 from ...serialization import canonical_json
-from .schema import JSON
+from .schema import is_json
 
 Converter = Callable[[Any], Any]
 _INT_BITS: dict[type[DataType], int] = {LongType: 64, IntegerType: 32, ShortType: 16}
@@ -44,7 +44,7 @@ class Misfit(Exception):
 def column_converter(column: StructField) -> Converter:
     """A function making a stored value into the value of ``column``: null where it does not fit, unless
     the column is not nullable (a row column given another type in ``.schema()``), which raises."""
-    convert = _json if column.metadata == JSON else converter(column.dataType)
+    convert = _json if is_json(column) else converter(column.dataType)
     if column.nullable:
         return _nullable(convert)
 
@@ -96,7 +96,7 @@ def _required(convert: Converter) -> Converter:
 
 
 def _nested(column: StructField | None, data_type: DataType, nullable: bool) -> Converter:
-    if column is not None and column.metadata == JSON:
+    if column is not None and is_json(column):
         return _nullable(_json) if nullable else _required(_json)
     return _nullable(converter(data_type)) if nullable else _required(converter(data_type))
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from nexus_queues import Status, enqueue_many
-from nexus_queues.contrib.spark.reading import IdRange, RowMaker, default_partitions, id_ranges
+from nexus_queues.contrib.spark.reading import IdRange, RowMaker, default_partitions, id_ranges, pages
 from nexus_queues.contrib.spark.schema import spark_schema
 from nexus_queues.exceptions import InvalidArgument
 from tests.testapp.queues import Audit, Greeting, Product
@@ -157,6 +157,17 @@ def test_id_ranges__split_evenly() -> None:
 def test_default_partitions__by_row_count() -> None:
     """One partition per 100,000 rows, at least one and at most 64."""
     assert [default_partitions(rows) for rows in (1, 100_000, 100_001, 10**9)] == [1, 1, 2, 64]
+
+
+@pytest.mark.django_db
+def test_pages__every_row_of_the_range_once() -> None:
+    """A range read a few rows a query gives each of its rows once, in id order, and none outside it."""
+    enqueue_many([Greeting(name=f"n{i}", times=i) for i in range(10)])
+    ids = list(Greeting.queue_items().values_list("id", flat=True))
+
+    rows = list(pages(Greeting.queue_items(), IdRange(ids[1], ids[8]), ["id", "status"], size=3))
+
+    assert rows == [(i, "Pending") for i in ids[1:9]]
 
 
 def maker(*names: str, message_class: type = Greeting) -> RowMaker:
