@@ -65,10 +65,12 @@ class QueueReader(DataSourceReader):
         count = partitions or default_partitions(found["rows"])
         return cls(queue, id_ranges(found["first"], found["last"], count), schema, django)
 
-    def partitions(self) -> list[IdRange]:  # type: ignore[override]
+    def partitions(self) -> list[IdRange]:
+        """The planned id ranges."""
         return list(self.ranges)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        """The rows of one id range as tuples of the schema, a page at a time (in a Spark task)."""
         assert isinstance(partition, IdRange)
         with django_ready(self.django):
             message_class = registry.get(self.queue)
