@@ -1,0 +1,149 @@
+"""Reading a queue as a DataFrame: its id range split into partitions, each read in pages of ids.
+
+The reader is unpickled in Spark's processes before Django is set up there: it reaches the queue
+through the registry, which Django's setup fills.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Count, Max, Min
+from pydantic_core import PydanticUndefined, to_jsonable_python
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ...exceptions import InvalidArgument
+from ...registry import registry
+from .executors import DjangoSetup, django_ready
+from .schema import message_keys, row_columns
+from .values import Converter, column_converter
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+
+    from ...messages import QueueMessage
+    from ...models import QueueItemQuerySet
+
+ROWS_PER_PARTITION = 100_000
+"""Without a ``partitions`` option, one partition per this many rows: a task of seconds, not milliseconds."""
+MAX_PARTITIONS = 64
+"""Without a ``partitions`` option, at most this many: each partition read at once holds a database connection."""
+PAGE = 2_000
+"""Rows fetched per query: what a partition holds in memory at a time."""
+
+
+@dataclass(frozen=True)
+class IdRange(InputPartition):
+    """The rows of one partition: ids from ``first`` to ``last``, both included."""
+
+    first: int
+    last: int
+
+
+@dataclass
+class QueueReader(DataSourceReader):
+    """Reads a queue's rows as of the planned id range, one partition per id range."""
+
+    queue: str
+    ranges: list[IdRange]
+    schema: StructType
+    django: DjangoSetup | None
+
+    @classmethod
+    def plan(cls, queue: str, partitions: int | None, schema: StructType, django: DjangoSetup | None) -> QueueReader:
+        """Split the queue's ids into ``partitions`` ranges, or as many as its size suggests (on the driver)."""
+        message_class = registry.get(queue)
+        RowMaker(message_class, schema)  # an unknown column fails here rather than in every task
+        found = message_class.queue_items().aggregate(first=Min("id"), last=Max("id"), rows=Count("id"))
+        if not found["rows"]:
+            return cls(queue, [IdRange(1, 0)], schema, django)
+        count = partitions or default_partitions(found["rows"])
+        return cls(queue, id_ranges(found["first"], found["last"], count), schema, django)
+
+    def partitions(self) -> list[IdRange]:
+        """The planned id ranges."""
+        return list(self.ranges)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        """The rows of one id range as tuples of the schema, a page at a time (in a Spark task)."""
+        assert isinstance(partition, IdRange)
+        with django_ready(self.django):
+            message_class = registry.get(self.queue)
+            maker = RowMaker(message_class, self.schema)
+            for row in pages(message_class.queue_items(), partition, maker.columns):
+                yield maker.row(row)
+
+
+def default_partitions(rows: int) -> int:
+    """One partition per :data:`ROWS_PER_PARTITION` rows, at least 1 and at most :data:`MAX_PARTITIONS`."""
+    return min(MAX_PARTITIONS, max(1, math.ceil(rows / ROWS_PER_PARTITION)))
+
+
+def id_ranges(first: int, last: int, count: int) -> list[IdRange]:
+    """``first`` to ``last`` in ``count`` ranges of equal width (fewer when there are fewer ids)."""
+    width = last - first + 1
+    count = min(count, width)
+    bounds = [first + width * i // count for i in range(count + 1)]
+    return [IdRange(start, end - 1) for start, end in pairwise(bounds)]
+
+
+class RowMaker:
+    """Makes a queue's database rows into rows of ``schema``: row columns, then message fields from its JSON."""
+
+    def __init__(self, message_class: type[QueueMessage], schema: StructType) -> None:
+        rows = row_columns(message_class)
+        keys = message_keys(message_class)
+        self.columns = ["id"]
+        """The database columns to fetch, the id first: pages follow it."""
+        self.message: int | None = None
+        self.makers: list[tuple[int, str, Any, Converter]] = []
+        for column in schema.fields:
+            if column.name in rows:
+                self.makers.append((self._fetch(rows[column.name].name), "", None, column_converter(column)))
+            elif column.name in keys:
+                self.message = self._fetch("message")
+                self.makers.append((self.message, column.name, _default(keys[column.name]), column_converter(column)))
+            else:
+                queue, known = message_class.queue_name(), ", ".join([*rows, *keys])
+                raise InvalidArgument(f"Queue {queue!r} has no column {column.name}; it has {known}.")
+
+    def row(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The schema's values of one database row (its :attr:`columns`)."""
+        message = values[self.message] if self.message is not None else None
+        data = message if isinstance(message, dict) else {}
+        return tuple(
+            convert(data.get(key, default) if key else values[index]) for index, key, default, convert in self.makers
+        )
+
+    def _fetch(self, column: str) -> int:
+        if column not in self.columns:
+            self.columns.append(column)
+        return self.columns.index(column)
+
+
+def _default(field: FieldInfo) -> Any:
+    """A field's default as JSON data, for messages stored before the field was added; None when it has none."""
+    if field.default_factory is not None and not field.default_factory_takes_validated_data:
+        return to_jsonable_python(field.get_default(call_default_factory=True), by_alias=True)
+    if field.default is PydanticUndefined:
+        return None
+    return to_jsonable_python(field.default, by_alias=True)
+
+
+def pages(
+    items: QueueItemQuerySet, ids: IdRange, columns: list[str], size: int = PAGE
+) -> Iterator[tuple[Any, ...]]:
+    """``columns`` (the id first) of the rows in ``ids``, in id order, ``size`` rows a query: no cursor is held
+    between queries, and no engine's client holds more than a page (MySQLdb buffers a whole result)."""
+    after = ids.first - 1
+    while after < ids.last:
+        page = list(items.filter(id__gt=after, id__lte=ids.last).order_by("id").values_list(*columns)[:size])
+        yield from page
+        if len(page) < size:
+            return
+        after = page[-1][0]

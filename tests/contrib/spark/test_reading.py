@@ -1,0 +1,218 @@
+"""Reading queues as DataFrames: typed columns, every row once across partitions, analysis."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from pydantic import BaseModel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from nexus_queues import Status, enqueue_many
+from nexus_queues.contrib.spark.reading import IdRange, RowMaker, default_partitions, id_ranges, pages
+from nexus_queues.contrib.spark.schema import spark_schema
+from nexus_queues.exceptions import InvalidArgument
+from tests.testapp.queues import Audit, Greeting, Product
+
+spark_db = pytest.mark.django_db(transaction=True)
+"""Spark's processes read what the test committed."""
+
+
+def read(spark: SparkSession, queue: str, **options: str) -> DataFrame:
+    return spark.read.format("nexus").option("queue", queue).options(**options).load()
+
+
+@spark_db
+def test_read__schema_is_the_message_class(spark: SparkSession) -> None:
+    """A read's schema is the row columns then the message's fields, as spark_schema gives them (JSON marks kept)."""
+    df = read(spark, "products")
+
+    assert df.schema == spark_schema(Product)
+    assert read(spark, "audits").schema == spark_schema(Audit)
+    assert df.columns[:9] == [
+        "id", "message_id", "status", "created_at", "updated_at", "process_at", "attempts", "error_type",
+        "error_message",
+    ]
+    assert df.columns[9:] == ["sku", "name", "prices", "attributes"]
+
+
+@spark_db
+def test_read__values_round_trip(spark: SparkSession) -> None:
+    """Products enqueued come back with their row columns and typed fields: decimals, nested prices, maps."""
+    enqueue_many([
+        Product(sku="A", name="Alpha", prices=[{"currency": "EUR", "amount": "1.95"}], attributes={"colour": "red"}),
+        Product(sku="B", name="Beta"),
+    ])
+    stored = {item.message_id: item for item in Product.queue_items()}
+
+    rows = {row.sku: row for row in read(spark, "products").collect()}
+
+    a = rows["A"]
+    assert (a.id, a.message_id, a.status, a.attempts, a.error_type, a.error_message, a.process_at) == (
+        stored["A"].id, "A", Status.PENDING, 0, "", "", None,
+    )
+    # PySpark hands timestamps out as naive local times.
+    assert a.created_at == stored["A"].created_at.astimezone().replace(tzinfo=None)
+    assert a.updated_at == stored["A"].updated_at.astimezone().replace(tzinfo=None)
+    assert (a.name, a.attributes) == ("Alpha", {"colour": "red"})
+    assert [(p.currency, p.amount) for p in a.prices] == [("EUR", Decimal("1.95"))]
+    assert (rows["B"].prices, rows["B"].attributes) == ([], {})
+
+
+@spark_db
+def test_read__no_identity_and_json_fields(spark: SparkSession) -> None:
+    """Greetings have no message_id; Audit's free-form details read as JSON text, its status as stored."""
+    enqueue_many([Greeting(name="Ada", times=3)])
+    enqueue_many([Audit(event="login", duration=1.5, details={"user": 7, "tags": ["a"]})])
+
+    greeting = read(spark, "greetings").collect()[0]
+    audit = read(spark, "audits").collect()[0]
+
+    assert (greeting.message_id, greeting.name, greeting.times) == (None, "Ada", 3)
+    assert (audit.status, audit.event, audit.duration) == ("OnHold", "login", 1.5)
+    assert audit.details == '{"tags":["a"],"user":7}'
+
+
+@spark_db
+def test_read__message_that_no_longer_fits(spark: SparkSession) -> None:
+    """A stored message that no longer fits its class reads with null where it does not; the read goes on."""
+    enqueue_many([Greeting(name="Ada", times=2), Greeting(name="Bob", times=3)])
+    first = Greeting.queue_items().order_by("id").values_list("id", flat=True)[0]
+    Greeting.queue_items().filter(id=first).update(message={"name": "Ada", "times": "many", "gone": True})
+
+    rows = read(spark, "greetings").orderBy("id").select("name", "times").collect()
+
+    assert [tuple(row) for row in rows] == [("Ada", None), ("Bob", 3)]
+
+
+@spark_db
+def test_read__every_row_once_across_partitions(spark: SparkSession) -> None:
+    """With several partitions each row is read once: as many distinct ids as rows, in that many partitions."""
+    enqueue_many([Greeting(name=f"n{i}", times=i) for i in range(50)])
+
+    df = read(spark, "greetings", partitions="4")
+
+    assert df.rdd.getNumPartitions() == 4
+    assert (df.count(), df.select("id").distinct().count()) == (50, 50)
+    assert sorted(row.times for row in df.select("times").collect()) == list(range(50))
+
+
+@spark_db
+def test_read__empty_queue(spark: SparkSession) -> None:
+    """An empty queue reads as an empty DataFrame with the queue's schema."""
+    df = read(spark, "products", partitions="3")
+
+    assert (df.count(), df.schema) == (0, spark_schema(Product))
+
+
+@spark_db
+def test_read__given_schema_projects(spark: SparkSession) -> None:
+    """A schema given to the read picks and types the columns: only those are read."""
+    enqueue_many([Product(sku="A", name="Alpha", prices=[{"currency": "EUR", "amount": "2.50"}])])
+
+    df = spark.read.format("nexus").option("queue", "products").schema(
+        "name string, status string, prices array<struct<currency string, amount double>>"
+    ).load()
+
+    assert df.collect()[0].asDict(recursive=True) == {
+        "name": "Alpha", "status": "Pending", "prices": [{"currency": "EUR", "amount": 2.5}],
+    }
+
+
+@spark_db
+def test_read__errors_per_day(spark: SparkSession) -> None:
+    """Errors grouped by the day they happened and their type: the README's analysis example."""
+    enqueue_many([Greeting(name=f"n{i}") for i in range(6)])
+    ids = list(Greeting.queue_items().values_list("id", flat=True))
+    monday, tuesday = datetime(2026, 3, 2, 10, tzinfo=UTC), datetime(2026, 3, 3, 23, tzinfo=UTC)
+    failed = Greeting.queue_items().filter(id__in=ids[:4])
+    failed.filter(id__in=ids[:2]).update(status=Status.ERROR, error_type="KeyError", updated_at=monday)
+    failed.filter(id__in=ids[2:4]).update(status=Status.ERROR, error_type="TimeoutError", updated_at=tuesday)
+    Greeting.queue_items().filter(id=ids[4]).update(updated_at=tuesday + timedelta(hours=1))
+
+    messages = spark.read.format("nexus").option("queue", "greetings").load()
+    errors_per_day = (
+        messages.where(F.col("status") == "Error")
+        .groupBy(F.to_date("updated_at").alias("day"), "error_type")
+        .count()
+        .orderBy("day", "error_type")
+    )
+
+    assert [tuple(row) for row in errors_per_day.collect()] == [
+        (date(2026, 3, 2), "KeyError", 2),
+        (date(2026, 3, 3), "TimeoutError", 2),
+    ]
+
+
+def test_id_ranges__split_evenly() -> None:
+    """Ids split into ranges of equal width that cover them all once; never more ranges than ids."""
+    assert id_ranges(1, 10, 3) == [IdRange(1, 3), IdRange(4, 6), IdRange(7, 10)]
+    assert id_ranges(5, 6, 4) == [IdRange(5, 5), IdRange(6, 6)]
+    assert id_ranges(7, 7, 1) == [IdRange(7, 7)]
+
+
+def test_default_partitions__by_row_count() -> None:
+    """One partition per 100,000 rows, at least one and at most 64."""
+    assert [default_partitions(rows) for rows in (1, 100_000, 100_001, 10**9)] == [1, 1, 2, 64]
+
+
+@pytest.mark.django_db
+def test_pages__every_row_of_the_range_once() -> None:
+    """A range read a few rows a query gives each of its rows once, in id order, and none outside it."""
+    enqueue_many([Greeting(name=f"n{i}", times=i) for i in range(10)])
+    ids = list(Greeting.queue_items().values_list("id", flat=True))
+
+    rows = list(pages(Greeting.queue_items(), IdRange(ids[1], ids[8]), ["id", "status"], size=3))
+
+    assert rows == [(i, "Pending") for i in ids[1:9]]
+
+
+def maker(*names: str, message_class: type = Greeting) -> RowMaker:
+    """A RowMaker of the queue's columns ``names`` (a name it lacks as a string column)."""
+    known = spark_schema(message_class)
+    columns = [known[name] if name in known.names else StructField(name, StringType()) for name in names]
+    return RowMaker(message_class, StructType(columns))
+
+
+def test_row_maker__fetches_what_the_schema_needs() -> None:
+    """Only the columns the schema names are fetched (the id always, the message once for all its fields)."""
+    assert maker("status", "attempts").columns == ["id", "status", "attempts"]
+    assert maker("name", "id", "times").columns == ["id", "message"]
+
+
+def test_row_maker__message_fields_from_json() -> None:
+    """Message fields come from the stored JSON; a field it lacks reads as the field's default."""
+    greetings = maker("id", "name", "times")
+
+    assert greetings.row((4, {"name": "Ada", "times": 3})) == (4, "Ada", 3)
+    assert greetings.row((5, {"name": "Bob"})) == (5, "Bob", 1)
+
+
+def test_row_maker__message_that_no_longer_fits() -> None:
+    """A stored message that no longer fits its class reads with nulls where it does not, the rest as stored."""
+    greetings = maker("id", "name", "times")
+
+    assert greetings.row((6, {"name": "Ada", "times": "many", "gone": True})) == (6, "Ada", None)
+    assert greetings.row((7, "not an object")) == (7, None, 1)
+
+
+class Order(BaseModel):
+    id: int
+    status: str
+
+
+def test_row_maker__field_named_like_a_row_column() -> None:
+    """A message field wins its name; the row column it shadows reads under nexus_<name>."""
+    orders = maker("nexus_id", "nexus_status", "id", "status", message_class=Order)
+
+    assert orders.columns == ["id", "status", "message"]
+    assert orders.row((9, "Pending", {"id": 123, "status": "shipped"})) == (9, "Pending", 123, "shipped")
+
+
+def test_row_maker__unknown_column() -> None:
+    """A schema naming a column the queue does not have fails, listing the ones it has."""
+    with pytest.raises(InvalidArgument, match="no column colour; it has id, message_id, .*, name, times"):
+        maker("name", "colour")
