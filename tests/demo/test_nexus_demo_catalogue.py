@@ -95,7 +95,7 @@ def test_nexus_demo_catalogue__prices_follow_one_another(write_catalogue):
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["--products", "-1"], "argument --products: -1 is negative"),
+        (["--products", "-1"], "argument --products: -1 is less than 0"),
         (["--products", "many"], "argument --products: 'many' is not an integer"),
         (["--change", "101"], "argument --change: 101 is not a percentage from 0 to 100"),
         (["--change", "-0.5"], "argument --change: -0.5 is not a percentage from 0 to 100"),

@@ -10,22 +10,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from nexus_queues.exceptions import NotRegistered
 from nexus_queues.jobs import jobs
+from nexus_queues.management.arguments import at_least
 from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 
 from ._signals import stop_on_signals
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
-    return value
 
 
 def seconds(text: str) -> timedelta:
@@ -45,10 +35,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                             help="Run only the job of this queue (repeat for more). Default: every job.")
-        parser.add_argument("--concurrency", type=positive_int, help="Job runs at once in this process (threads).")
+        parser.add_argument("--concurrency", type=at_least(1), help="Job runs at once in this process (threads).")
         parser.add_argument("--burst", action="store_true", help="Drain the queues, then exit.")
         parser.add_argument("--peek-delay", type=seconds, help="Seconds an idle worker waits before peeking again.")
-        parser.add_argument("--max-peek", type=positive_int, help="The most Pending messages one peek counts.")
+        parser.add_argument("--max-peek", type=at_least(1), help="The most Pending messages one peek counts.")
         parser.add_argument("--no-listen", action="store_true", help="Do not LISTEN for wake-ups; poll only.")
         parser.add_argument("--with-dispatch", action="store_true",
                             help="Also run the delayed-dispatch loop (Sleeping messages due -> Pending).")

@@ -12,17 +12,7 @@ import pyarrow.parquet as pq
 from django.core.management.base import BaseCommand, CommandError
 
 from demo_project.shop.catalogue import build_catalogue
-
-
-def product_count(text: str) -> int:
-    """An argparse type: a number of products, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative")
-    return value
+from nexus_queues.management.arguments import at_least
 
 
 def percent(text: str) -> float:
@@ -61,7 +51,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--products", type=product_count, default=100_000, help="How many (default 100000).")
+        parser.add_argument("--products", type=at_least(0), default=100_000, help="How many (default 100000).")
         parser.add_argument("--output", type=output_file, required=True, help="The Parquet file to write.")
         parser.add_argument("--change", type=percent, default=0.0, metavar="PERCENT",
                             help="Change this percentage of the products: a new name or price (default 0).")

@@ -12,16 +12,10 @@ from nexus_queues.contrib.spark.progress import reporting
 from nexus_queues.contrib.spark.source import session
 from nexus_queues.contrib.spark.syncing import sync
 from nexus_queues.exceptions import NexusQueuesError
+from nexus_queues.management.arguments import at_least
 from nexus_queues.registry import registry
 
 FORMATS = ("parquet", "csv", "json")
-
-
-def count(text: str) -> int:
-    """A whole number of at least 0, for argparse."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
-    return int(text)
 
 
 def setting(text: str) -> tuple[str, str]:
@@ -50,7 +44,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--rejects", help="Where rejected rows go: Parquet, or JSON lines for .json/.jsonl.")
         parser.add_argument(
-            "--max-rejects", type=count, help="Fail, storing nothing, beyond this many rejects (0 without --rejects)."
+            "--max-rejects",
+            type=at_least(0),
+            help="Fail, storing nothing, beyond this many rejects (0 without --rejects).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
