@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from .models import Sync
 from .source import register
 
 logger = logging.getLogger("nexus_queues.spark")
+_RAISED = re.compile(r"^[\w.]*(Error|Exception|Rejects|Failed|Invalid\w*|NotRegistered)\b.*?: ")
 
 
 class SyncFailed(NexusQueuesError):
@@ -60,12 +62,17 @@ def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any)
         writer.save()
     except PySparkException as exc:
         record.refresh_from_db()
-        raise SyncFailed(record, record.error or _first_line(exc)) from exc
+        cause = _python_error(exc)
+        said = record.error and cause.partition(": ")[2] in record.error  # the commit's own error, recorded
+        raise SyncFailed(record, record.error if said else f"{record.error} {cause}".strip()) from exc
     record.refresh_from_db()
     counts = SyncCounts.of(record)
     logger.info("Sync #%s into %s: %s.", record.pk, record.queue, counts, extra={"action": "spark_sync_stored"})
     return counts
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _python_error(exc: Exception) -> str:
+    """The last Python exception in a Spark error's text (a task's or the commit's), else its first line."""
+    lines = str(exc).strip().splitlines()
+    raised = [line.strip() for line in lines if _RAISED.match(line.strip())]
+    return raised[-1] if raised else (lines[0] if lines else type(exc).__name__)
