@@ -70,6 +70,11 @@ class RowStager:
         self, process_at: Any = None, expires_at: Any = None, status: Any = None, headers: Any = None
     ) -> Placement:
         """The placement the row's columns ask for, each column checked by enqueue's rules."""
+        try:
+            return resolve_placement(process_at, None, status, expires_at, headers)
+        except NexusQueuesError as exc:
+            together = exc
+        # Only a refused row pays for finding the column to blame: the first refused alone, else the pair.
         alone = {
             "process_at": (process_at, None, None, None, None),
             "status": (None, None, status, None, None),
@@ -81,10 +86,7 @@ class RowStager:
                 resolve_placement(*options)
             except NexusQueuesError as exc:
                 raise _PlacementError(column, str(exc)) from exc
-        try:
-            return resolve_placement(process_at, None, status, expires_at, headers)
-        except NexusQueuesError as exc:  # each alone is fine: a status and a time together are not
-            raise _PlacementError("status", str(exc)) from exc
+        raise _PlacementError("status", str(together)) from together  # a status and a time together
 
 
 class _Encoder(MessageEncoder):

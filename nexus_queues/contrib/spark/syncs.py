@@ -4,6 +4,7 @@ them into the queue in one transaction or throw them away (driver)."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from itertools import islice
 
@@ -59,11 +60,13 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     message_class, alias = _queue(options)
     context = TaskContext.get()
     stager = RowStager(message_class, staging.new_token(), context.partitionId() if context else 0, timezone.now())
-    rows = 0
+    rows, started = 0, time.perf_counter()
     for batch in batches:
         staged = stager.rows(batch)
         staging.stage(alias, table, staged)
         rows += len(staged)
+    seconds = time.perf_counter() - started
+    logger.info("Staged %s rows into %s in %.1f s.", rows, table, seconds, extra={"action": "spark_staged"})
     return Staged(stager.token, rows - stager.rejected, stager.rejected)
 
 
@@ -121,6 +124,7 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         else:
             where = "; the first: " + "; ".join(islice(staging.rejects(alias, table, tokens), 3))
         raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
+    started = time.perf_counter()
     with transaction.atomic(using=alias):
         counts = staging.merge(message_class, table, tokens, notify=True)
         record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
@@ -128,7 +132,7 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.state, record.finished_at = Sync.State.STORED, timezone.now()
         record.save(using=alias)
     logger.info(
-        "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected.",
+        "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected; merged in %.1f s.",
         record.pk,
         record.queue,
         record.new,
@@ -136,6 +140,7 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.unchanged,
         record.scheduled,
         record.rejected,
+        time.perf_counter() - started,
         extra={"action": "spark_sync_stored"},
     )
 

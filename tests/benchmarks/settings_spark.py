@@ -1,0 +1,14 @@
+"""Django settings of the Spark benchmark: the demo site's (DATABASE_URL), with the Spark app and no DEBUG."""
+
+from demo_project.settings import *  # noqa: F403
+
+INSTALLED_APPS = [*INSTALLED_APPS, "nexus_queues.contrib.spark"]  # noqa: F405
+# DEBUG would keep every statement of the run in memory.
+DEBUG = False
+# Each task's staging time and the merge's time, from Spark's Python processes too.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"nexus_queues.spark": {"handlers": ["console"], "level": "INFO"}},
+}
