@@ -76,6 +76,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=4, help="Partitions of the cached DataFrames.")
     parser.add_argument("--jdbc-jar", default="/usr/share/java/postgresql.jar", help="libpostgresql-jdbc-java's jar.")
     parser.add_argument("--only", default="sync,copy,jdbc", help="Which groups to run (sync, copy, jdbc).")
+    parser.add_argument(
+        "--without-search-index", action="store_true", help="Drop the queue's trigram search index (an opt-in) first."
+    )
     return parser.parse_args()
 
 
@@ -184,6 +187,10 @@ def main(args: argparse.Namespace) -> None:
     dsn = f"host={host} port={port} user={params['USER']} dbname={name}"
     jdbc_url = f"jdbc:postgresql://{host}:{port}/{name}?user={params['USER']}&stringtype=unspecified"
     sql(f"CREATE TABLE {PLAIN} (sku text, message jsonb)")
+    if args.without_search_index:
+        found = sql("SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s", (QUEUE, "%gin_trgm%"))
+        for (index,) in found:
+            sql(f'DROP INDEX "{index}"')
     spark = session(
         "local[2]",
         **{
