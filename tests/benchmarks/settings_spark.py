@@ -1,8 +1,7 @@
-"""Django settings of the Spark benchmark: the demo site's (DATABASE_URL), with the Spark app and no DEBUG."""
+"""Django settings of the Spark benchmark: the demo site's (DATABASE_URL; it has the Spark app), without DEBUG."""
 
 from demo_project.settings import *  # noqa: F403
 
-INSTALLED_APPS = [*INSTALLED_APPS, "nexus_queues.contrib.spark"]  # noqa: F405
 # DEBUG would keep every statement of the run in memory.
 DEBUG = False
 # Each task's staging time and the merge's time, from Spark's Python processes too.
