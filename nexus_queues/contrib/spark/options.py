@@ -28,6 +28,11 @@ class WriteOptions:
     """A stream's name, under which its batch ids are recorded (default: the queue's name)."""
 
     @property
+    def stream_name(self) -> str:
+        """The name a stream's staging table and batch records go by."""
+        return self.stream or self.queue
+
+    @property
     def rejects_allowed(self) -> int | None:
         """How many rejects the sync may have, None for any."""
         return self.max_rejects if self.max_rejects is not None or self.rejects else 0

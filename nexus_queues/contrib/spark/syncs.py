@@ -49,8 +49,8 @@ def begin(options: WriteOptions) -> tuple[str, int]:
 
 def begin_stream(options: WriteOptions) -> str:
     """Create the stream's staging table unless a run before made it."""
-    message_class, alias = _queue(options)
-    table = staging.stream_table_name(options.stream or message_class.queue_name())
+    _, alias = _queue(options)
+    table = staging.stream_table_name(options.stream_name)
     staging.create(alias, table)
     return table
 
@@ -95,7 +95,7 @@ def abort(options: WriteOptions, table: str, sync_id: int) -> None:
 def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Sequence[Staged]) -> None:
     """Merge a stream's micro-batch and record its id in the same transaction, unless it was stored before."""
     message_class, alias = _queue(options)
-    stream = options.stream or message_class.queue_name()
+    stream = options.stream_name
     try:  # the batch id is checked again by the record's unique constraint, in the merge's transaction
         if Sync.objects.using(alias).filter(stream=stream, batch_id=batch_id).update(replays=F("replays") + 1):
             logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
