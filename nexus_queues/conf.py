@@ -82,8 +82,6 @@ class Settings:
     """Does a degraded queue (a health warning) make the health page answer 500? False: 200, warning shown."""
 
 
-_NAMES = frozenset(f.name for f in fields(Settings))
-
 _REMOVED = {
     "DISPATCH_STORE": "delayed messages wait as Sleeping rows of their queue table; use the signals of "
     "nexus_queues.signals to act on messages",
@@ -96,29 +94,37 @@ _REMOVED = {
 """Settings that were removed, and why: a project that still sets one is told so by name."""
 
 
-def _read(name: str) -> Any:
-    user = getattr(django_settings, "NEXUS_QUEUES", {}) or {}
-    removed = sorted(set(user) & set(_REMOVED))
-    if removed:
-        raise ConfigurationError(
-            "Removed NEXUS_QUEUES setting(s), delete them from your settings: "
-            + "; ".join(f"{key} ({_REMOVED[key]})" for key in removed) + "."
-        )
-    unknown = set(user) - _NAMES
-    if unknown:
-        raise ConfigurationError(
-            f"Unknown NEXUS_QUEUES setting(s): {', '.join(sorted(unknown))}. "
-            f"Known: {', '.join(sorted(_NAMES))}."
-        )
-    value = user.get(name, getattr(Settings, name))
-    return tuple(value) if name == "MODULES" else value
+class LazySettings:
+    """Reads ``settings.<setting>`` (a dict) on each access, so ``override_settings`` works.
 
+    ``defaults`` is a frozen dataclass: its fields are the known names with their defaults.
+    ``removed`` maps names that were removed to why, so a project that still sets one is told.
+    """
 
-class _LazySettings:
+    def __init__(self, setting: str, defaults: type, removed: dict[str, str] | None = None) -> None:
+        self._setting = setting
+        self._defaults = defaults
+        self._names = frozenset(f.name for f in fields(defaults))
+        self._removed = removed or {}
+
     def __getattr__(self, name: str) -> Any:
-        if name not in Settings.__dataclass_fields__:
+        if name.startswith("_") or name not in self._names:
             raise AttributeError(name)
-        return _read(name)
+        user = getattr(django_settings, self._setting, {}) or {}
+        removed = sorted(set(user) & set(self._removed))
+        if removed:
+            raise ConfigurationError(
+                f"Removed {self._setting} setting(s), delete them from your settings: "
+                + "; ".join(f"{key} ({self._removed[key]})" for key in removed) + "."
+            )
+        unknown = set(user) - self._names
+        if unknown:
+            raise ConfigurationError(
+                f"Unknown {self._setting} setting(s): {', '.join(sorted(unknown))}. "
+                f"Known: {', '.join(sorted(self._names))}."
+            )
+        value = user.get(name, getattr(self._defaults, name))
+        return tuple(value) if isinstance(getattr(self._defaults, name), tuple) else value
 
 
-settings: Settings = _LazySettings()  # type: ignore[assignment]
+settings: Settings = LazySettings("NEXUS_QUEUES", Settings, _REMOVED)  # type: ignore[assignment]

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "health_check",  # its page template, for the per-queue health checks
     "nexus_queues",
     "nexus_queues.contrib.spark",
+    "nexus_queues.contrib.rabbitmq",
     "tests.testapp",
 ]
 MIDDLEWARE = [

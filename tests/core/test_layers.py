@@ -14,6 +14,7 @@ LAZY = {
     "nexus_queues.contrib.spark": "public names load on first use: the app's package is imported before models",
     "nexus_queues.contrib.spark.source": "Spark unpickles it before Django is set up: models load after",
     "nexus_queues.contrib.spark.writing": "Spark unpickles it before Django is set up: models load after",
+    "nexus_queues.contrib.rabbitmq": "public names load on first use: pika is imported only when the bridge is used",
 }
 """Modules allowed to import ours inside functions, and why."""
 

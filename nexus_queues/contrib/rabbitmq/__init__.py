@@ -1,0 +1,41 @@
+"""RabbitMQ: delays inside the broker, and a lossless bridge between nexus queues and AMQP queues.
+
+Add ``"nexus_queues.contrib.rabbitmq"`` to ``INSTALLED_APPS`` (for its management commands) and
+install the ``rabbitmq`` extra. Nothing here imports pika until it is used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "connect": "connections",
+    "declare_delay_infrastructure": "delays",
+    "bind_endpoint": "delays",
+    "routing_key": "delays",
+    "publish": "delays",
+    "InvalidDelay": "delays",
+    "InvalidDestination": "delays",
+    "MAX_DELAY": "delays",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .connections import connect
+    from .delays import (
+        MAX_DELAY,
+        InvalidDelay,
+        InvalidDestination,
+        bind_endpoint,
+        declare_delay_infrastructure,
+        publish,
+        routing_key,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -1,0 +1,31 @@
+"""The bridge's settings: ``settings.NEXUS_RABBITMQ`` overrides any of these by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from nexus_queues.conf import LazySettings
+
+
+@dataclass(frozen=True)
+class RabbitMQSettings:
+    """The defaults."""
+
+    URL: str = "amqp://guest:guest@localhost:5672/%2F"
+    """The broker, as an AMQP URL (``amqps://`` for TLS; query options such as ``heartbeat`` as pika reads them)."""
+
+    DELAY_PREFIX: str = "nexus"
+    """Names of the delay infrastructure: ``<prefix>.delay-level-NN`` and ``<prefix>.delay-delivery``.
+    ``nsb.v2`` shares the infrastructure that NServiceBus endpoints declared on the same broker."""
+
+    INVALID_MESSAGES: str = "dead-letter"
+    """What the consumer does with a body its message class refuses: ``dead-letter`` (publish it to the queue
+    ``<from>.invalid`` with the reason, then acknowledge) or ``reject`` (the broker dead-letters it by the
+    source queue's own ``x-dead-letter-exchange``, or drops it when the queue has none). Logged either way."""
+
+    MAX_BACKOFF: timedelta = timedelta(seconds=30)
+    """The longest pause between reconnection attempts while the broker is away."""
+
+
+settings: RabbitMQSettings = LazySettings("NEXUS_RABBITMQ", RabbitMQSettings)  # type: ignore[assignment]
