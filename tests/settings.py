@@ -64,6 +64,11 @@ if os.environ.get("NEXUS_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]
 
 NEXUS_QUEUES = {"MODULES": ["tests.testapp.more_queues"]}
+# The RabbitMQ bridge's tests use the real broker; a subprocess gets its test's delay prefix by the environment.
+NEXUS_RABBITMQ = {
+    "URL": env("NEXUS_TEST_RABBITMQ_URL", default="amqp://guest:guest@127.0.0.1:5672/%2F"),
+    "DELAY_PREFIX": env("NEXUS_TEST_RABBITMQ_PREFIX", default="nexus-tests"),
+}
 # A second alias on the same database, for queues that name another one (``database="queues"``):
 # Django sets it up as a mirror of the default test database.
 DATABASES["queues"] = {**DATABASES["default"]}

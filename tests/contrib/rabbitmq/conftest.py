@@ -1,0 +1,64 @@
+"""The real broker, shared by the whole run: each test declares its names under a prefix of its own."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
+
+from nexus_queues.contrib.rabbitmq.connections import confirmed_channel, connect
+from nexus_queues.contrib.rabbitmq.delays import LEVELS, delivery_exchange, level_exchange
+from tests.settings import NEXUS_RABBITMQ
+
+URL = NEXUS_RABBITMQ["URL"]
+
+
+@dataclass
+class Broker:
+    """A test's corner of the broker: its prefix, a confirmed channel, and the names to delete afterwards."""
+
+    prefix: str
+    url: str
+    connection: BlockingConnection
+    channel: BlockingChannel
+    names: list[str] = field(default_factory=list)
+
+    def name(self, suffix: str) -> str:
+        """A queue or exchange name of this test's own, deleted when the test ends."""
+        name = f"{self.prefix}.{suffix}"
+        self.names.append(name)
+        return name
+
+    def settings(self) -> dict[str, str]:
+        """``NEXUS_RABBITMQ`` for this test: the broker, and delay infrastructure under its prefix."""
+        return {**NEXUS_RABBITMQ, "DELAY_PREFIX": self.prefix}
+
+
+@pytest.fixture
+def broker(settings: object) -> Iterator[Broker]:
+    """A connection to the real broker (unreachable is a failure, not a skip) and a prefix for this test.
+
+    ``settings.NEXUS_RABBITMQ`` points at it for the test; everything under the prefix is deleted after.
+    """
+    prefix = f"nexus-test-{uuid.uuid4().hex[:12]}"
+    connection = connect(URL)
+    found = Broker(prefix, URL, connection, confirmed_channel(connection))
+    settings.NEXUS_RABBITMQ = found.settings()  # type: ignore[attr-defined]
+    try:
+        yield found
+    finally:
+        _delete(found)
+
+
+def _delete(found: Broker) -> None:
+    connection = found.connection if found.connection.is_open else connect(URL)
+    channel = connection.channel()
+    infrastructure = [level_exchange(level, found.prefix) for level in range(LEVELS)]
+    for name in [*found.names, *infrastructure]:
+        channel.queue_delete(name)
+        channel.exchange_delete(name)
+    channel.exchange_delete(delivery_exchange(found.prefix))
+    connection.close()
