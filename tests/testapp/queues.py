@@ -51,3 +51,25 @@ class Audit(QueueMessage, queue="audits", default_status="OnHold", keep_processe
     event: str
     duration: float = 0.0
     details: dict[str, Any] = {}
+
+
+class Shipment(QueueMessageWithId, queue="shipments", category="RabbitMQ"):
+    """Published to RabbitMQ by the outbox job, after ``delay_seconds`` in the broker."""
+
+    order_id: str
+    delay_seconds: int = 0
+
+    @property
+    def message_id(self) -> str:
+        return self.order_id
+
+
+class Arrival(QueueMessageWithId, queue="arrivals", idempotent=True, category="RabbitMQ"):
+    """Consumed from an AMQP queue: with identity, a redelivery is discarded instead of stored twice."""
+
+    arrival_id: str
+    n: int
+
+    @property
+    def message_id(self) -> str:
+        return self.arrival_id
