@@ -11,6 +11,7 @@ import pytest
 from django.core.management import load_command_class
 
 from nexus_queues.conf import Settings
+from nexus_queues.contrib.rabbitmq.conf import RabbitMQSettings
 from tests.docs.pages import ROOT
 
 SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
@@ -20,25 +21,32 @@ DJANGO_OPTIONS = {"-h", "--help", "--version", "-v", "--verbosity", "--settings"
                   "--no-color", "--force-color", "--skip-checks"}
 
 
-def _settings_tables() -> tuple[dict[str, str], set[str]]:
+def _settings_tables() -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """(NEXUS_QUEUES rows, NEXUS_RABBITMQ rows, removed rows): each setting's name and second column."""
     current, removed = SETTINGS_PAGE.read_text().split("## Removed settings")
-    return {m["name"]: m["second"].strip() for m in _ROW.finditer(current)}, {m["name"] for m in _ROW.finditer(removed)}
+    core, rabbitmq = current.split("## The RabbitMQ bridge")
+
+    def rows(text: str) -> dict[str, str]:
+        return {m["name"]: m["second"].strip() for m in _ROW.finditer(text)}
+
+    return rows(core), rows(rabbitmq), set(rows(removed))
 
 
-def test_settings_page__lists_every_setting_with_its_default() -> None:
-    """Each setting of nexus_queues.conf.Settings has a row whose default is the code's default."""
-    documented, _ = _settings_tables()
-    code = {f.name for f in fields(Settings)}
+@pytest.mark.parametrize(("table", "defaults"), [(0, Settings), (1, RabbitMQSettings)], ids=["core", "rabbitmq"])
+def test_settings_page__lists_every_setting_with_its_default(table: int, defaults: type) -> None:
+    """Each setting of a settings dataclass has a row, in its own section, whose default is the code's default."""
+    documented = _settings_tables()[table]
+    code = {f.name for f in fields(defaults)}
     assert not code - set(documented), f"settings missing from {SETTINGS_PAGE.name}: {sorted(code - set(documented))}"
     assert not set(documented) - code, f"documented settings the code lacks: {sorted(set(documented) - code)}"
-    for f in fields(Settings):
+    for f in fields(defaults):
         shown = documented[f.name].strip("`")
         assert eval(shown, {"timedelta": timedelta}) == f.default, f"{f.name}: page says {shown}, code {f.default!r}"
 
 
 def test_settings_page__removed_settings_are_gone() -> None:
     """A setting listed as removed no longer exists (else the page must list it again)."""
-    _, removed = _settings_tables()
+    removed = _settings_tables()[2]
     still_there = removed & {f.name for f in fields(Settings)}
     assert removed and not still_there, f"listed as removed but still settings: {sorted(still_there)}"
 
