@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pika
 import pytest
@@ -163,6 +166,20 @@ def test_consumer__a_missing_source_is_an_error(broker):
     missing = broker.name("missing")
     with pytest.raises(SourceNotFound, match=f"'{missing}' does not exist"):
         Consumer(source=missing, message_class=Arrival).run()
+
+
+def test_consumer__an_unreachable_broker_backs_off(caplog):
+    """A broker that refuses the connection: each step asks for twice the last pause, up to the maximum, and
+    only the outage's first failure is a warning."""
+    with socket.socket() as bound:  # bound, never listening: connecting is refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"amqp://guest:guest@127.0.0.1:{bound.getsockname()[1]}/%2F"
+        consumer = Consumer(source="anything", message_class=Arrival, url=url, max_backoff=timedelta(seconds=0.3))
+        with caplog.at_level(logging.DEBUG, "nexus_queues.rabbitmq"):
+            pauses = [consumer.step() for _ in range(4)]
+    assert pauses == [0.1, 0.2, 0.3, 0.3]
+    warnings = [r for r in caplog.records if r.name == "nexus_queues.rabbitmq" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "The broker is away" in warnings[0].getMessage()
 
 
 def test_consumer__an_unknown_invalid_mode_is_an_error():

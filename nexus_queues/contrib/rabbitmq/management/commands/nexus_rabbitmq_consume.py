@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -27,6 +28,14 @@ def prefetch(text: str) -> int:
     return value
 
 
+def quiet_pika(verbosity: int) -> None:
+    """Below ``-v 2``, pika logs only critical records unless ``LOGGING`` gave it a level: it logs every
+    connection attempt, and the consumer reports an outage once itself."""
+    pika_logger = logging.getLogger("pika")
+    if verbosity < 2 and pika_logger.level == logging.NOTSET:
+        pika_logger.setLevel(logging.CRITICAL)
+
+
 class Command(BaseCommand):
     help = (
         "Consume an AMQP queue into a nexus queue: each body is validated by the queue's message class, stored, "
@@ -45,6 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         logs.install(options["verbosity"])
+        quiet_pika(options["verbosity"])
         try:
             message_class = registry.get(options["queue"])
         except NotRegistered as exc:
