@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
-import pika
 import pytest
 from django.db import connection
 
@@ -16,6 +16,7 @@ from nexus_queues.contrib.rabbitmq.bodies import Delivery
 from nexus_queues.contrib.rabbitmq.consuming import Consumer, SourceNotFound
 from nexus_queues.contrib.rabbitmq.invalid import QUEUE_HEADER, REASON_HEADER, SOURCE_HEADER, InvalidMode
 from tests.commands import wait_until
+from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Arrival
 
 from .conftest import Broker
@@ -31,7 +32,7 @@ def arrival(n: int) -> bytes:
 def publish(broker: Broker, queue: str, *bodies: bytes) -> None:
     """Publish ``bodies`` to ``queue`` by the default exchange, each confirmed."""
     for body in bodies:
-        broker.channel.basic_publish("", queue, body, pika.BasicProperties(message_id="m"), mandatory=True)
+        broker.channel.basic_publish("", queue, body, mandatory=True)
 
 
 def ready(broker: Broker, queue: str) -> int:
@@ -62,15 +63,20 @@ def consumers(broker: Broker) -> Iterator[list[Consumer]]:
         consumer.disconnect()
 
 
-def consumer_of(consumers: list[Consumer], source: str, **options: object) -> Consumer:
-    made = Consumer(source=source, message_class=Arrival, poll=0.1, **options)  # type: ignore[arg-type]
+def consumer_of(consumers: list[Consumer], source: str, **options: Any) -> Consumer:
+    made = Consumer(source=source, message_class=options.pop("message_class", Arrival), poll=0.1, **options)
     consumers.append(made)
     return made
 
 
-def consume_until(consumer: Consumer, condition: object, what: str) -> None:
-    """Run the consumer's steps until ``condition()`` holds."""
-    wait_until(lambda: consumer.step() is None or condition(), what)  # type: ignore[operator]
+def consume_until(consumer: Consumer, condition: Callable[[], bool], what: str) -> None:
+    """Run the consumer a step at a time until ``condition()`` holds."""
+
+    def stepped() -> bool:
+        consumer.step()
+        return condition()
+
+    wait_until(stepped, what)
 
 
 def test_consumer__stores_then_acknowledges(broker, source, consumers):
@@ -103,6 +109,14 @@ def test_consumer__a_redelivery_is_discarded(broker, source, consumers):
     consumer.disconnect()
     assert ready(broker, source) == 0
     assert Arrival.queue_model.objects.count() == 2
+
+
+def test_consumer__a_queue_without_identity_stores_each_delivery(broker, source, consumers):
+    """A queue without identity takes what comes: each delivery is a new row."""
+    publish(broker, source, b'{"n": 1}', b'{"n": 1}', b"{}")
+    consumer = consumer_of(consumers, source, message_class=Ping)
+    consume_until(consumer, lambda: Ping.queue_model.objects.count() == 3, "three pings stored")
+    assert sorted(item.message.n for item in Ping.queue_model.objects.all()) == [0, 1, 1]
 
 
 def test_consumer__a_failed_commit_leaves_the_batch_in_the_broker(broker, source, consumers):

@@ -86,6 +86,13 @@ def test_nexus_rabbitmq_consume__a_bad_prefetch_is_refused(prefetch, problem):
         call_command("nexus_rabbitmq_consume", "--from", "anything", "--queue", "arrivals", "--prefetch", prefetch)
 
 
+def test_nexus_rabbitmq_consume__an_unknown_invalid_mode_is_an_error(settings):
+    """``INVALID_MESSAGES`` set to something the consumer does not do is a command error naming the choices."""
+    settings.NEXUS_RABBITMQ = {"INVALID_MESSAGES": "drop"}
+    with pytest.raises(CommandError, match="'drop'; use one of dead-letter, reject"):
+        call_command("nexus_rabbitmq_consume", "--from", "anything", "--queue", "arrivals")
+
+
 def test_nexus_rabbitmq_consume__a_missing_amqp_queue_is_an_error(broker, manage):
     """``--from`` an AMQP queue the broker does not have: exit 1 with an error naming it."""
     missing = broker.name("missing")

@@ -15,6 +15,7 @@ from nexus_queues.registry import registry
 from nexus_queues.worker import logs
 
 from ...consuming import DEFAULT_PREFETCH, Consumer, SourceNotFound
+from ...invalid import InvalidMode
 
 MAX_PREFETCH = 65535
 """AMQP's prefetch count is a 16-bit number."""
@@ -57,9 +58,9 @@ class Command(BaseCommand):
         quiet_pika(options["verbosity"])
         try:
             message_class = registry.get(options["queue"])
-        except NotRegistered as exc:
+            consumer = Consumer(source=options["source"], message_class=message_class, prefetch=options["prefetch"])
+        except (NotRegistered, InvalidMode) as exc:
             raise CommandError(str(exc)) from exc
-        consumer = Consumer(source=options["source"], message_class=message_class, prefetch=options["prefetch"])
         stop_on_signals(consumer.stop)
         try:
             consumer.run()
