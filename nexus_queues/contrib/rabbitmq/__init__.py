@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "connect": "connections",
+    "Consumer": "consuming",
+    "SourceNotFound": "consuming",
     "declare_delay_infrastructure": "delays",
     "bind_endpoint": "delays",
     "routing_key": "delays",
@@ -24,6 +26,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .connections import connect
+    from .consuming import Consumer, SourceNotFound
     from .delays import (
         MAX_DELAY,
         InvalidDelay,

@@ -1,0 +1,214 @@
+"""The consumer: an AMQP queue into a nexus queue, each batch validated, committed, and only then acknowledged.
+
+A crash between the commit and the acknowledgement makes the broker deliver the batch again. A queue with
+identity (``QueueMessageWithId``) then replaces or, idempotent, discards; a queue without stores it twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
+
+from nexus_queues.conf import settings as nexus_settings
+from nexus_queues.enqueueing import EnqueueResult, enqueue_many
+from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.messages import QueueMessage
+from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
+
+from .bodies import Delivery, sort_deliveries
+from .conf import settings
+from .connections import BROKER_ERRORS, confirmed_channel, connect
+from .invalid import DEAD_LETTER, check_mode, dead_letter, declare_invalid_queue, invalid_queue, reject
+from .outages import Outage
+
+logger = logging.getLogger("nexus_queues.rabbitmq")
+
+DEFAULT_PREFETCH = 100
+"""Deliveries the broker sends ahead of acknowledgements, and so the largest batch."""
+
+POLL = 0.5
+"""Seconds a step waits for a first delivery: how soon an idle consumer notices it was asked to stop."""
+
+IDLE = 0.05
+"""Seconds without a new delivery that end a batch before it is full."""
+
+NOT_FOUND = 404
+
+
+class SourceNotFound(ConfigurationError, LookupError):
+    """The AMQP queue to consume from does not exist on the broker."""
+
+
+class Consumer:
+    """Consumes the AMQP queue ``source`` into the nexus queue of ``message_class`` until stopped."""
+
+    def __init__(
+        self,
+        *,
+        source: str,
+        message_class: type[QueueMessage],
+        prefetch: int = DEFAULT_PREFETCH,
+        url: str | None = None,
+        invalid_messages: str | None = None,
+        max_backoff: timedelta | None = None,
+        poll: float = POLL,
+        idle: float = IDLE,
+    ) -> None:
+        self.source = source
+        self.message_class = message_class
+        self.prefetch = prefetch
+        self.url = url
+        self.invalid_messages = check_mode(invalid_messages or settings.INVALID_MESSAGES)
+        self.poll, self.idle = poll, idle
+        where = f"{socket.gethostname()}:{os.getpid()}"
+        self.name = f"nexus_rabbitmq_consume {source} -> {message_class.queue_name()} on {where}"
+        """The connection's name in the broker's list, so that an operator can tell consumers apart."""
+        self.broker = Outage("The broker", max_backoff or settings.MAX_BACKOFF)
+        self.database = CircuitBreaker(
+            "The consumer's database", nexus_settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER,
+            nexus_settings.WORKER_MAX_BACKOFF,
+        )
+        self._stopping = threading.Event()
+        self._connection: BlockingConnection | None = None
+        self._channel: BlockingChannel | None = None
+        self._publisher: BlockingChannel | None = None
+        self._received: list[Delivery] = []
+
+    def stop(self) -> None:
+        """Stop once the batch in hand is stored and acknowledged."""
+        self._stopping.set()
+
+    def run(self) -> None:
+        """Consume until :meth:`stop`; :class:`SourceNotFound` when the broker says the source queue does not exist."""
+        logger.info("Consumer started: %s -> %s.", self.source, self.message_class.queue_name(),
+                    extra={"action": "started"})
+        try:
+            while not self._stopping.is_set():
+                pause = self.step()
+                if pause:
+                    self._stopping.wait(pause)
+        finally:
+            self.disconnect()
+            reset_connections()
+        logger.info("Consumer stopped.", extra={"action": "stopped"})
+
+    def step(self) -> float:
+        """Connect if needed and consume one batch; the seconds to pause before the next step (0: none)."""
+        try:
+            self.connect()
+            deliveries = self.fetch()
+        except BROKER_ERRORS as exc:
+            self.disconnect()
+            return self.broker.failure(exc)
+        self.broker.success()
+        if not deliveries:
+            return 0
+        try:
+            self.handle(deliveries)
+        except DATABASE_ERRORS as exc:
+            reset_connections()
+            self.give_back(deliveries)
+            return self.database.failure(exc)
+        except BROKER_ERRORS as exc:
+            self.disconnect()
+            return self.broker.failure(exc)
+        self.database.success()
+        return 0
+
+    def connect(self) -> None:
+        """Open the connection and channels, check the source exists, and start consuming; nothing if open."""
+        if self._connection is not None and self._connection.is_open:
+            return
+        self.disconnect()
+        self._connection = connect(self.url, name=self.name)
+        self._channel = self._connection.channel()
+        _check_source(self._channel, self.source)
+        if self.invalid_messages == DEAD_LETTER:
+            self._publisher = confirmed_channel(self._connection)
+            declare_invalid_queue(self._publisher, self.source)
+        self._channel.basic_qos(prefetch_count=self.prefetch)
+        self._channel.basic_consume(self.source, self._on_delivery)
+
+    def disconnect(self) -> None:
+        """Close the connection, if any; what it held unacknowledged goes back to the source queue."""
+        connection, self._connection, self._channel, self._publisher = self._connection, None, None, None
+        self._received = []
+        if connection is not None and connection.is_open:
+            try:
+                connection.close()
+            except BROKER_ERRORS:
+                pass
+
+    def fetch(self) -> list[Delivery]:
+        """The next batch: waits up to ``poll`` seconds for a delivery, then takes more until ``prefetch``
+        are in hand or none came for ``idle`` seconds."""
+        assert self._connection is not None
+        if not self._received:
+            self._connection.process_data_events(time_limit=self.poll)
+        while self._received and len(self._received) < self.prefetch:
+            before = len(self._received)
+            self._connection.process_data_events(time_limit=self.idle)
+            if len(self._received) == before:
+                break
+        batch, self._received = self._received, []
+        return batch
+
+    def handle(self, deliveries: Sequence[Delivery]) -> EnqueueResult:
+        """Store the valid bodies (one transaction), then dead-letter or reject the others, then acknowledge all."""
+        assert self._channel is not None
+        valid, refused = sort_deliveries(deliveries, self.message_class)
+        result = enqueue_many([message for _, message in valid])
+        for delivery, reason in refused:
+            self._refuse(delivery, reason)
+        self._channel.basic_ack(deliveries[-1].tag, multiple=True)
+        logger.info(
+            "%s -> %s: %s received, %s stored, %s discarded, %s invalid.", self.source,
+            self.message_class.queue_name(), len(deliveries), len(result.stored),
+            len(result.discarded) + len(result.superseded), len(refused), extra={"action": "batch_stored"},
+        )
+        return result
+
+    def give_back(self, deliveries: Sequence[Delivery]) -> None:
+        """Return ``deliveries`` to the source queue, unacknowledged, for a later try."""
+        assert self._channel is not None
+        try:
+            self._channel.basic_nack(deliveries[-1].tag, multiple=True, requeue=True)
+        except BROKER_ERRORS:
+            self.disconnect()  # the broker requeues what a closed connection held
+
+    def _refuse(self, delivery: Delivery, reason: str) -> None:
+        assert self._channel is not None
+        if self.invalid_messages == DEAD_LETTER:
+            assert self._publisher is not None
+            dead_letter(self._publisher, delivery, reason, self.source, self.message_class.queue_name())
+            then = f"dead-lettered to {invalid_queue(self.source)}"
+        else:
+            reject(self._channel, delivery)
+            then = "rejected"
+        logger.warning(
+            "Invalid body from %s (message_id %s): %s; %s.", self.source, delivery.properties.message_id, reason,
+            then, extra={"action": "invalid_body"},
+        )
+
+    def _on_delivery(
+        self, channel: BlockingChannel, method: pika.spec.Basic.Deliver, properties: pika.BasicProperties, body: bytes
+    ) -> None:
+        self._received.append(Delivery(method.delivery_tag, body, properties, method.exchange, method.routing_key))
+
+
+def _check_source(channel: BlockingChannel, source: str) -> None:
+    try:
+        channel.queue_declare(source, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code == NOT_FOUND:
+            raise SourceNotFound(
+                f"The AMQP queue {source!r} does not exist on the broker: declare it (or bind it) first."
+            ) from exc
+        raise
