@@ -79,7 +79,8 @@ class CircuitBreaker:
                 exc_info=None if isinstance(exc, DATABASE_ERRORS) else exc,  # anything else is a bug to find
                 extra={"action": "retry"},
             )
-        pause = self.max_backoff if self.triggered else min(self.max_backoff, FIRST_BACKOFF * 2 ** (self.failures - 1))
+        doubled = FIRST_BACKOFF * 2 ** min(self.failures - 1, 60)  # the exponent capped: no float overflow
+        pause = self.max_backoff if self.triggered else min(self.max_backoff, doubled)
         self.retry_at = now + pause
         return pause
 

@@ -30,6 +30,13 @@ def test_circuit_breaker__backs_off_more_each_failure_then_triggers(caplog):
     assert [r.levelname for r in caplog.records if "circuit breaker triggered" in r.message] == ["ERROR"]
 
 
+def test_circuit_breaker__long_outage_before_it_triggers_keeps_the_longest_pause():
+    """Thousands of failures within a long trigger_after pause the most, never overflow the doubling."""
+    breaker = CircuitBreaker("db", timedelta(days=1), timedelta(seconds=10), clock=Clock())
+    assert {breaker.failure(OSError("down")) for _ in range(2000)} >= {10}
+    assert breaker.failure(OSError("down")) == 10 and not breaker.triggered
+
+
 def test_circuit_breaker__success_resets_it(caplog):
     """After a success the next failure starts from the shortest pause again, and recovery is logged."""
     caplog.set_level(logging.INFO)
