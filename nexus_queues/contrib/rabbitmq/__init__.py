@@ -17,6 +17,7 @@ _EXPORTS = {
     "publish": "delays",
     "InvalidDelay": "delays",
     "InvalidDestination": "delays",
+    "TopologyConflict": "delays",
     "MAX_DELAY": "delays",
 }
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         MAX_DELAY,
         InvalidDelay,
         InvalidDestination,
+        TopologyConflict,
         bind_endpoint,
         declare_delay_infrastructure,
         publish,
