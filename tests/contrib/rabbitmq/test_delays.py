@@ -1,7 +1,9 @@
-"""Routing keys of the delay levels, the delays and destinations they refuse, and where a message starts."""
+"""Routing keys of the delay levels, the delays and destinations they refuse, where a message starts, and
+delayed messages through the real broker."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pika
@@ -12,11 +14,15 @@ from nexus_queues.contrib.rabbitmq.delays import (
     MAX_DESTINATION_BYTES,
     InvalidDelay,
     InvalidDestination,
+    bind_endpoint,
+    declare_delay_infrastructure,
     delay_seconds,
     first_exchange,
     publish,
     routing_key,
 )
+from tests.commands import PATIENCE
+from tests.contrib.rabbitmq.conftest import Broker
 
 ZEROS = "0." * 28
 
@@ -141,3 +147,54 @@ def test_publish__refuses_a_message_expiration() -> None:
     """A message's own expiration would dead-letter it out of a level early, so publish refuses it first."""
     with pytest.raises(InvalidDelay, match="expiration"):
         publish(None, b"x", "d", delay=5, properties=pika.BasicProperties(expiration="100"))  # type: ignore[arg-type]
+
+
+def test_publish__each_delay_arrives_in_its_second(broker: Broker) -> None:
+    """Messages published together with delays of 0, 1, 2, 3, 5 and 1.2 s (which waits 2 s) each arrive no
+    earlier than their whole seconds and within 1 s after them."""
+    declare_delay_infrastructure(broker.channel)
+    endpoint = broker.name("arrivals")
+    bind_endpoint(broker.channel, endpoint)
+    delays = {"0": 0, "1": 1, "2": 2, "3": 3, "5": 5, "1.2": 2}
+    arrived: dict[str, float] = {}
+    consumer = broker.connection.channel()
+    consumer.basic_consume(
+        endpoint, lambda _ch, _method, _props, body: arrived.setdefault(body.decode(), time.monotonic()), auto_ack=True
+    )
+    sent = time.monotonic()
+    for text in delays:
+        publish(broker.channel, text, endpoint, delay=float(text))
+    deadline = sent + PATIENCE
+    while len(arrived) < len(delays) and time.monotonic() < deadline:
+        broker.connection.process_data_events(time_limit=0.05)
+    waited = {text: round(at - sent, 3) for text, at in arrived.items()}
+    assert waited.keys() == delays.keys(), f"missing: {delays.keys() - waited.keys()}"
+    for text, seconds in delays.items():
+        assert seconds <= waited[text] <= seconds + 1, f"{text} s took {waited[text]} s: {waited}"
+
+
+def test_publish__headers_and_persistence(broker: Broker) -> None:
+    """A message arrives persistent, with its headers and properties, after passing through the levels."""
+    declare_delay_infrastructure(broker.channel)
+    endpoint = broker.name("arrivals")
+    bind_endpoint(broker.channel, endpoint)
+    properties = pika.BasicProperties(content_type="application/json", headers={"a": "1", "b": "1"})
+    publish(broker.channel, b"{}", endpoint, delay=1, headers={"b": "2"}, properties=properties)
+    deadline = time.monotonic() + PATIENCE
+    got = None, None, None
+    while got[0] is None and time.monotonic() < deadline:
+        got = broker.channel.basic_get(endpoint, auto_ack=True)
+        broker.connection.sleep(0.05)
+    _, received, body = got
+    assert body == b"{}"
+    assert received is not None and received.delivery_mode == 2
+    assert received.content_type == "application/json"
+    assert {received.headers["a"], received.headers["b"]} == {"1", "2"}
+    assert properties.headers == {"a": "1", "b": "1"}, "the caller's properties are left as they were"
+
+
+def test_publish__no_delay_to_nobody(broker: Broker) -> None:
+    """With no delay, a destination no endpoint binds is refused at once (mandatory, confirmed)."""
+    declare_delay_infrastructure(broker.channel)
+    with pytest.raises(pika.exceptions.UnroutableError):
+        publish(broker.channel, b"x", broker.name("nobody"), delay=0)
