@@ -92,7 +92,7 @@ def routing_key(delay: timedelta | float, destination: str) -> str:
 
     ``routing_key(10, "destination")`` is ``"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.1.0.destination"``.
     """
-    _check_destination(destination)
+    check_destination(destination)
     return ".".join(format(delay_seconds(delay), f"0{LEVELS}b")) + "." + destination
 
 
@@ -141,7 +141,7 @@ def bind_endpoint(channel: BlockingChannel, queue: str, prefix: str | None = Non
     The binding matches every key that ends with the name: endpoint ``b`` also receives what is sent
     to ``a.b``, so give endpoints names that do not end in another's.
     """
-    _check_destination(queue)
+    check_destination(queue)
     with _conflict("queue", queue, "endpoint queue (durable, no arguments)"):
         channel.queue_declare(queue, durable=True)
     channel.queue_bind(queue, delivery_exchange(prefix), routing_key=f"#.{queue}")
@@ -187,7 +187,8 @@ def _conflict(kind: str, name: str, wanted: str) -> Iterator[None]:
         raise TopologyConflict(kind, name, wanted, exc.reply_text) from exc
 
 
-def _check_destination(destination: str) -> None:
+def check_destination(destination: str) -> None:
+    """Raise :class:`InvalidDestination` unless ``destination`` can end a routing key and a binding."""
     if not isinstance(destination, str) or not destination:
         raise InvalidDestination(f"A destination is a queue's name, not {destination!r}.")
     if "*" in destination or "#" in destination:
