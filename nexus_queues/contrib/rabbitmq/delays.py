@@ -126,10 +126,13 @@ def declare_delay_infrastructure(channel: BlockingChannel, prefix: str | None = 
 
 
 def _level_queue_arguments(level: int, dead_letter_exchange: str) -> dict[str, Any]:
-    # "lazy" as NServiceBus declares its levels, so that prefix nsb.v2 shares (and does not clash with)
-    # their queues; brokers from 3.12 on ignore it.
+    # The arguments of NServiceBus's v2 levels, so that prefix nsb.v2 shares (and does not clash with) their
+    # queues. Quorum queues dead-letter at least once (a classic queue's expiry may lose a message on the
+    # way to the next level), which needs reject-publish overflow; the broker must be 3.10 or later.
     return {
-        "x-queue-mode": "lazy",
+        "x-queue-type": "quorum",
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",
         "x-message-ttl": 2**level * 1000,
         "x-dead-letter-exchange": dead_letter_exchange,
     }

@@ -22,14 +22,23 @@ class Topology:
 
 
 def drawn(prefix: str, endpoints: tuple[str, ...] = ()) -> Topology:
-    """The reference's drawing under ``prefix``: level n's queue waits 2^n s, then goes to level n - 1."""
+    """The reference's drawing under ``prefix``: level n's queue waits 2^n s, then goes to level n - 1.
+
+    The queues' arguments are those NServiceBus.RabbitMQ 8 and later give its ``nsb.v2`` levels.
+    """
     exchanges, queues, bindings = [(f"{prefix}.delay-delivery", "topic", True)], [], []
     for n in range(LEVELS):
         name = f"{prefix}.delay-level-{n:02d}"
         below = f"{prefix}.delay-level-{n - 1:02d}" if n else f"{prefix}.delay-delivery"
         wildcards = "*." * (LEVELS - 1 - n)
         exchanges.append((name, "topic", True))
-        arguments = {"x-message-ttl": 2**n * 1000, "x-dead-letter-exchange": below, "x-queue-mode": "lazy"}
+        arguments = {
+            "x-queue-type": "quorum",
+            "x-dead-letter-strategy": "at-least-once",
+            "x-overflow": "reject-publish",
+            "x-message-ttl": 2**n * 1000,
+            "x-dead-letter-exchange": below,
+        }
         queues.append((name, True, arguments))
         bindings.append((name, "exchange", name, "queue", f"{wildcards}1.#"))
         bindings.append((name, "exchange", below, "exchange", f"{wildcards}0.#"))
