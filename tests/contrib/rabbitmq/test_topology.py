@@ -47,10 +47,9 @@ def test_declare_delay_infrastructure__the_references_drawing(broker: Broker) ->
 
 
 def test_declare_delay_infrastructure__twice_and_from_several_processes_at_once(broker: Broker) -> None:
-    """Declaring again, from one process and from four at the same moment, leaves exactly the drawing."""
+    """Four processes declaring at the same moment, on a broker without the infrastructure, then this one
+    twice more, leave exactly the drawing."""
     endpoint = broker.name("orders")
-    declare_delay_infrastructure(broker.channel)
-    declare_delay_infrastructure(broker.channel)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "tests.settings"}
     procs = [
         subprocess.Popen(
@@ -74,6 +73,8 @@ def test_declare_delay_infrastructure__twice_and_from_several_processes_at_once(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    declare_delay_infrastructure(broker.channel)
+    declare_delay_infrastructure(broker.channel)
     assert read_back(broker.prefix) == drawn(broker.prefix, (endpoint,))
 
 
