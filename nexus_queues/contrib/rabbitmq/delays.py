@@ -168,10 +168,10 @@ def publish(
     is taken by its level's queue whatever its destination: one that no endpoint binds is dropped
     when its delay ends, so bind endpoints (:func:`bind_endpoint`) before sending them delayed messages.
     """
-    if properties is not None and properties.expiration is not None:
+    key = routing_key(delay, destination)
+    if delay_seconds(delay) and properties is not None and properties.expiration is not None:
         # A message's own TTL would dead-letter it out of a level's queue before the level's time is up.
         raise InvalidDelay("A delayed message cannot carry its own expiration: it would arrive early.")
-    key = routing_key(delay, destination)
     properties = copy.copy(properties) if properties else pika.BasicProperties()
     properties.delivery_mode = pika.DeliveryMode.Persistent.value
     if headers is not None:

@@ -143,10 +143,20 @@ def test_first_exchange__the_prefix_setting(settings: object) -> None:
     assert first_exchange(0) == "nsb.v2.delay-delivery"
 
 
-def test_publish__refuses_a_message_expiration() -> None:
-    """A message's own expiration would dead-letter it out of a level early, so publish refuses it first."""
+def test_publish__refuses_a_delayed_message_expiration() -> None:
+    """A delayed message's own expiration would dead-letter it out of a level early: refused before publishing."""
     with pytest.raises(InvalidDelay, match="expiration"):
         publish(None, b"x", "d", delay=5, properties=pika.BasicProperties(expiration="100"))  # type: ignore[arg-type]
+
+
+def test_publish__expiration_without_delay(broker: Broker) -> None:
+    """With no delay the message skips the levels, so its own expiration is kept."""
+    declare_delay_infrastructure(broker.channel)
+    endpoint = broker.name("arrivals")
+    bind_endpoint(broker.channel, endpoint)
+    publish(broker.channel, b"x", endpoint, properties=pika.BasicProperties(expiration="60000"))
+    _, received, _ = broker.channel.basic_get(endpoint, auto_ack=True)
+    assert received is not None and received.expiration == "60000"
 
 
 def test_publish__each_delay_arrives_in_its_second(broker: Broker) -> None:
