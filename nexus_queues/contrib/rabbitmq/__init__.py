@@ -19,6 +19,7 @@ _EXPORTS = {
     "publish": "delays",
     "InvalidDelay": "delays",
     "InvalidDestination": "delays",
+    "TopologyConflict": "delays",
     "MAX_DELAY": "delays",
 }
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         MAX_DELAY,
         InvalidDelay,
         InvalidDestination,
+        TopologyConflict,
         bind_endpoint,
         declare_delay_infrastructure,
         publish,

@@ -10,7 +10,9 @@ once. Below level 0 is the delivery exchange, which endpoints bind with ``#.<end
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +32,9 @@ MAX_DELAY = 2**LEVELS - 1
 MAX_DESTINATION_BYTES = 255 - 2 * LEVELS
 """A routing key holds 255 bytes: what the 28 bits and their dots leave for the destination."""
 
+PRECONDITION_FAILED = 406
+"""The broker's reply code to a declaration that contradicts what exists."""
+
 
 class InvalidDelay(ConfigurationError, ValueError):
     """The delay is negative, not a number, or longer than the delay levels can hold."""
@@ -37,6 +42,22 @@ class InvalidDelay(ConfigurationError, ValueError):
 
 class InvalidDestination(ConfigurationError, ValueError):
     """The destination cannot be part of a routing key or a binding."""
+
+
+class TopologyConflict(ConfigurationError):
+    """A queue or exchange of that name already exists with other settings; the broker closed the channel.
+
+    ``kind`` (``queue`` or ``exchange``), ``name``, ``wanted`` (what we declared) and ``broker_says`` (the
+    broker's reply, which names the argument that differs and both values) say what clashed.
+    """
+
+    def __init__(self, kind: str, name: str, wanted: str, broker_says: str) -> None:
+        self.kind, self.name, self.wanted, self.broker_says = kind, name, wanted, broker_says
+        super().__init__(
+            f"The {kind} {name!r} already exists with other settings than the {wanted} declared here: "
+            f"{broker_says.removeprefix('PRECONDITION_FAILED - ')}. Nothing was changed. Delete the {kind} "
+            "(after moving away any messages it holds) or choose another DELAY_PREFIX."
+        )
 
 
 def level_exchange(level: int, prefix: str | None = None) -> str:
@@ -52,16 +73,18 @@ def delivery_exchange(prefix: str | None = None) -> str:
 def delay_seconds(delay: timedelta | float) -> int:
     """``delay`` in whole seconds, rounded up (1.2 s waits 2 s: a delayed message never arrives early)."""
     if isinstance(delay, timedelta):
-        whole = delay.days * 86_400 + delay.seconds + (1 if delay.microseconds else 0)
-    elif isinstance(delay, int | float) and not isinstance(delay, bool) and delay == delay:
-        whole = int(-(-delay // 1)) if delay != float("inf") else MAX_DELAY + 1
+        seconds: float = delay / timedelta(seconds=1)
+    elif isinstance(delay, int | float) and not isinstance(delay, bool):
+        seconds = delay
     else:
         raise InvalidDelay(f"A delay is a timedelta or a number of seconds, not {delay!r}.")
-    if whole < 0:
+    if math.isnan(seconds):
+        raise InvalidDelay("A delay cannot be NaN (not a number).")
+    if seconds < 0:
         raise InvalidDelay(f"A delay cannot be negative: {delay!r}.")
-    if whole > MAX_DELAY:
+    if seconds > MAX_DELAY:
         raise InvalidDelay(f"A delay of {delay!r} is longer than the delay levels hold ({MAX_DELAY:,} s).")
-    return whole
+    return math.ceil(seconds)
 
 
 def routing_key(delay: timedelta | float, destination: str) -> str:
@@ -69,7 +92,7 @@ def routing_key(delay: timedelta | float, destination: str) -> str:
 
     ``routing_key(10, "destination")`` is ``"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.1.0.destination"``.
     """
-    _check_destination(destination)
+    check_destination(destination)
     return ".".join(format(delay_seconds(delay), f"0{LEVELS}b")) + "." + destination
 
 
@@ -82,26 +105,34 @@ def first_exchange(delay: timedelta | float, prefix: str | None = None) -> str:
 def declare_delay_infrastructure(channel: BlockingChannel, prefix: str | None = None) -> None:
     """Declare the 28 delay levels and the delivery exchange, durable; idempotent, safe from many processes.
 
-    A queue or exchange of the same name declared with other arguments makes the broker close the
-    channel (PRECONDITION_FAILED); pika raises ``ChannelClosedByBroker``, whose text names it.
+    Raises :class:`TopologyConflict` when a queue or exchange of one of these names already exists with
+    other settings (the broker's PRECONDITION_FAILED, its ``__cause__``); the broker has then closed
+    ``channel``, and left what exists as it was.
     """
     below = delivery_exchange(prefix)
-    channel.exchange_declare(below, exchange_type="topic", durable=True)
+    with _conflict("exchange", below, "delivery exchange (topic, durable)"):
+        channel.exchange_declare(below, exchange_type="topic", durable=True)
     for level in range(LEVELS):
         name = level_exchange(level, prefix)
         wildcards = "*." * (LEVELS - 1 - level)
-        channel.exchange_declare(name, exchange_type="topic", durable=True)
-        channel.queue_declare(name, durable=True, arguments=_level_queue_arguments(level, below))
+        with _conflict("exchange", name, f"delay level {level}'s exchange (topic, durable)"):
+            channel.exchange_declare(name, exchange_type="topic", durable=True)
+        arguments = _level_queue_arguments(level, below)
+        with _conflict("queue", name, f"delay level {level}'s queue (durable, {arguments})"):
+            channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_bind(name, name, routing_key=f"{wildcards}1.#")
         channel.exchange_bind(destination=below, source=name, routing_key=f"{wildcards}0.#")
         below = name
 
 
 def _level_queue_arguments(level: int, dead_letter_exchange: str) -> dict[str, Any]:
-    # "lazy" as NServiceBus declares its levels, so that prefix nsb.v2 shares (and does not clash with)
-    # their queues; brokers from 3.12 on ignore it.
+    # The arguments of NServiceBus's v2 levels, so that prefix nsb.v2 shares (and does not clash with) their
+    # queues. Quorum queues dead-letter at least once (a classic queue's expiry may lose a message on the
+    # way to the next level), which needs reject-publish overflow; the broker must be 3.10 or later.
     return {
-        "x-queue-mode": "lazy",
+        "x-queue-type": "quorum",
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",
         "x-message-ttl": 2**level * 1000,
         "x-dead-letter-exchange": dead_letter_exchange,
     }
@@ -113,8 +144,9 @@ def bind_endpoint(channel: BlockingChannel, queue: str, prefix: str | None = Non
     The binding matches every key that ends with the name: endpoint ``b`` also receives what is sent
     to ``a.b``, so give endpoints names that do not end in another's.
     """
-    _check_destination(queue)
-    channel.queue_declare(queue, durable=True)
+    check_destination(queue)
+    with _conflict("queue", queue, "endpoint queue (durable, no arguments)"):
+        channel.queue_declare(queue, durable=True)
     channel.queue_bind(queue, delivery_exchange(prefix), routing_key=f"#.{queue}")
 
 
@@ -132,9 +164,14 @@ def publish(
 
     It goes to the first level that holds it, or straight to the delivery exchange when the delay is
     zero. Mandatory: on a channel in confirm mode, a message no queue takes raises
-    ``pika.exceptions.UnroutableError``, and one the broker refuses ``NackError``.
+    ``pika.exceptions.UnroutableError``, and one the broker refuses ``NackError``. A delayed message
+    is taken by its level's queue whatever its destination: one that no endpoint binds is dropped
+    when its delay ends, so bind endpoints (:func:`bind_endpoint`) before sending them delayed messages.
     """
     key = routing_key(delay, destination)
+    if delay_seconds(delay) and properties is not None and properties.expiration is not None:
+        # A message's own TTL would dead-letter it out of a level's queue before the level's time is up.
+        raise InvalidDelay("A delayed message cannot carry its own expiration: it would arrive early.")
     properties = copy.copy(properties) if properties else pika.BasicProperties()
     properties.delivery_mode = pika.DeliveryMode.Persistent.value
     if headers is not None:
@@ -143,7 +180,18 @@ def publish(
     channel.basic_publish(first_exchange(delay, prefix), key, payload, properties, mandatory=True)
 
 
-def _check_destination(destination: str) -> None:
+@contextmanager
+def _conflict(kind: str, name: str, wanted: str) -> Iterator[None]:
+    try:
+        yield
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != PRECONDITION_FAILED:
+            raise
+        raise TopologyConflict(kind, name, wanted, exc.reply_text) from exc
+
+
+def check_destination(destination: str) -> None:
+    """Raise :class:`InvalidDestination` unless ``destination`` can end a routing key and a binding."""
     if not isinstance(destination, str) or not destination:
         raise InvalidDestination(f"A destination is a queue's name, not {destination!r}.")
     if "*" in destination or "#" in destination:
