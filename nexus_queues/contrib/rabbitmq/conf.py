@@ -17,7 +17,7 @@ class RabbitMQSettings:
 
     DELAY_PREFIX: str = "nexus"
     """Names of the delay infrastructure: ``<prefix>.delay-level-NN`` and ``<prefix>.delay-delivery``.
-    ``nsb.v2`` shares the infrastructure that NServiceBus endpoints declared on the same broker."""
+    ``nsb.v2`` shares the infrastructure that NServiceBus.RabbitMQ 8 and later declare on the same broker."""
 
     INVALID_MESSAGES: str = "dead-letter"
     """What the consumer does with a body its message class refuses: ``dead-letter`` (publish it to the queue
