@@ -81,7 +81,7 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
         return self.delay
 
     def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
-        """Publish the items in order; a lost connection fails the one in flight and every later one."""
+        """Publish the items in order; a closed channel or connection fails the one in flight and every later one."""
         outcomes: dict[int, Outcome] = {}
         try:
             channel = _channel(self.name())
@@ -95,7 +95,7 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
                 outcomes[item.pk] = _refused(self.destination, exc)
             except BROKER_ERRORS as exc:
                 disconnect()
-                failure = _not_published(f"The connection to the broker at {_where()} was lost", exc)
+                failure = _not_published(f"The broker at {_where()} closed the channel, or the connection broke", exc)
                 outcomes.update((later.pk, failure) for later in items[index:])
                 break
             except Exception as exc:
