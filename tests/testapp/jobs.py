@@ -123,9 +123,11 @@ class UnderTestPrefix:
 
 
 class ShipmentJob(RabbitMQPublishJob):
-    """The outbox: shipments go to the AMQP queue ``<prefix>.shipping`` after their ``delay_seconds``."""
+    """The outbox: shipments go to the AMQP queue ``<prefix>.shipping`` after their ``delay_seconds``.
+    ``NEXUS_TEST_BATCH`` sets the batch size."""
 
     message_class = Shipment
+    batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
     destination = UnderTestPrefix("shipping")  # type: ignore[assignment]
     max_attempts = 3
     backoff = timedelta(milliseconds=200)

@@ -4,14 +4,17 @@ when the broker is unreachable, closes the connection, or cannot route."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue_many
@@ -74,14 +77,19 @@ def retry_now() -> None:
     move_due(Shipment, timezone.now() + timedelta(days=1), 100)
 
 
-def close_own_connections() -> None:
-    """Close, in the broker, this process's outbox connections (named with its pid)."""
+def own_connections() -> dict[str, str]:
+    """This process's outbox connections in the broker (named with its pid): the broker's pid for each name."""
     listed = subprocess.run(
         ["rabbitmqctl", "list_connections", "-q", "--no-table-headers", "pid", "client_properties"],
         capture_output=True, text=True, check=True, timeout=PATIENCE,
     ).stdout
-    own = f":{os.getpid()} "
-    mine = [line.split("\t")[0] for line in listed.splitlines() if own in line and "nexus_queues" in line]
+    name = re.compile(rf'"connection_name","(nexus_queues [^"]*:{os.getpid()} [^"]*)"')
+    return {found[1]: line.split("\t")[0] for line in listed.splitlines() if (found := name.search(line))}
+
+
+def close_own_connections() -> None:
+    """Close, in the broker, this process's outbox connections."""
+    mine = own_connections().values()
     assert mine, "this process has no outbox connection to close"
     for pid in mine:
         subprocess.run(["rabbitmqctl", "close_connection", pid, "test"], capture_output=True, check=True,
@@ -167,6 +175,29 @@ def test_publish_job__connection_closed_between_runs_is_reopened(broker, shippin
     assert order_ids(received(broker, shipping, 2)) == ["o1", "o2"]
 
 
+class OnePerRun(ShipmentJob, abstract=True):
+    """Leases one message per run."""
+
+    batch_size = 1
+
+
+def test_publish_job__one_connection_per_thread_kept_across_runs(broker, shipping):
+    """Each worker thread publishes on a connection of its own, and keeps it for its next runs."""
+    ship("o1", "o2", "o3")
+    threads = [ThreadPoolExecutor(1, thread_name_prefix=f"outbox-test-{n}") for n in range(2)]
+    try:
+        for thread in (threads[0], threads[0], threads[1]):
+            assert thread.submit(run_once, OnePerRun, Heartbeat()).result() == 1
+        names = sorted(own_connections())
+    finally:
+        for thread in threads:
+            thread.submit(disconnect).result()
+            thread.submit(connections.close_all).result()
+            thread.shutdown()
+    assert [name.rsplit(" ", 1)[1] for name in names] == ["outbox-test-0_0", "outbox-test-1_0"]
+    assert order_ids(received(broker, shipping, 3)) == ["o1", "o2", "o3"]
+
+
 class ClosedMidBatch(ShipmentJob, abstract=True):
     """Has the broker close its connection just before it publishes ``o3``."""
 
@@ -236,14 +267,20 @@ def test_publish_job__invalid_class_is_refused_at_definition(attributes, error):
         type("Outbox", (RabbitMQPublishJob,), {"message_class": Shipment, **attributes})
 
 
-def test_publish_job__the_real_worker_command_publishes(broker, shipping, child_env, tmp_path):
-    """``manage.py nexus_worker --burst --queue shipments`` publishes every message once and exits 0."""
-    ship("o1", "o2", "o3")
-    env = {**child_env, "NEXUS_TEST_RABBITMQ_URL": broker.url, "NEXUS_TEST_RABBITMQ_PREFIX": broker.prefix}
+def test_publish_job__the_real_worker_command_publishes(broker, shipping, child_env):
+    """``manage.py nexus_worker --burst --queue shipments --concurrency 2`` publishes every message once, runs
+    in two threads at once, and exits 0."""
+    ids = [f"o{n}" for n in range(6)]
+    ship(*ids)
+    env = {
+        **child_env, "NEXUS_TEST_RABBITMQ_URL": broker.url, "NEXUS_TEST_RABBITMQ_PREFIX": broker.prefix,
+        "NEXUS_TEST_BATCH": "2",
+    }
     done = subprocess.run(
         [sys.executable, "-m", "django", "nexus_worker", "--burst", "--queue", "shipments", "--concurrency", "2"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert statuses() == {}
-    assert order_ids(received(broker, shipping, 3)) == ["o1", "o2", "o3"]
+    assert order_ids(received(broker, shipping, 6)) == ids
+    assert Shipment.job_runs().count() == 3
