@@ -30,6 +30,8 @@ from .connections import BROKER_ERRORS, confirmed_channel, connect
 if TYPE_CHECKING:
     from nexus_queues.models import QueueItem
 
+NOT_FOUND = 404
+
 SOURCE_HEADER = "x-nexus-queue"
 """The header naming the nexus queue a published message came from."""
 
@@ -62,6 +64,10 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
     and an operator who retries it publishes it again); or the connection broke after the broker
     took a message but before its confirm arrived (it is retried). Either way the consumer sees the
     same ``message_id`` twice, so consumers should deduplicate on it.
+
+    The broker cannot refuse a delayed message for want of a route (its first delay level takes it), so
+    one is sent only when the destination queue exists; a queue that exists but is not bound to the
+    delivery exchange, or is deleted during the delay, still loses delayed messages at the end of it.
     """
 
     destination: ClassVar[str]
@@ -70,6 +76,7 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
     """The delay of every message, unless :meth:`delay_for` says otherwise; whole seconds, rounded up."""
     max_attempts: ClassVar[int] = 10
     """Ten runs with the backoff doubling from 30 s ride out a broker outage of about four hours."""
+    _destination_exists: bool | None = None
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         if not abstract:
@@ -105,15 +112,31 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
     def publish(self, channel: BlockingChannel, item: QueueItem) -> None:
         """Publish one item and wait for the broker's confirm."""
         queue = self.message_class.queue_name()
+        delay = self.delay_for(item.message)
+        if delays.delay_seconds(delay):
+            self._check_destination(channel)
         properties = pika.BasicProperties(
             content_type="application/json",
             message_id=item.message_id or f"{queue}:{item.pk}",
             correlation_id=item.correlation_id,
         )
         delays.publish(
-            channel, canonical_json(item.message), self.destination, delay=self.delay_for(item.message),
+            channel, canonical_json(item.message), self.destination, delay=delay,
             headers={SOURCE_HEADER: queue}, properties=properties,
         )
+
+    def _check_destination(self, channel: BlockingChannel) -> None:
+        # The delay levels confirm a delayed message whatever its destination, and drop it when its delay ends
+        # if no queue takes it then: so the destination must exist before one is sent. Once per run (a job
+        # instance is one run).
+        if self._destination_exists is None:
+            self._destination_exists = _queue_exists(channel.connection, self.destination)
+        if not self._destination_exists:
+            raise NotPublished(
+                f"The destination queue {self.destination!r} does not exist, and the delay levels would drop "
+                "a delayed message at the end of its delay: declare and bind it with bind_endpoint or "
+                "nexus_rabbitmq_setup --endpoint. Not published."
+            )
 
 
 def disconnect() -> None:
@@ -154,6 +177,19 @@ def _channel(job_name: str) -> BlockingChannel:
     return channel
 
 
+def _queue_exists(connection: BlockingConnection, queue: str) -> bool:
+    """Does ``queue`` exist? Asked on a channel of its own, since the broker closes the channel that asks in vain."""
+    channel = connection.channel()
+    try:
+        channel.queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != NOT_FOUND:
+            raise
+        return False
+    channel.close()
+    return True
+
+
 def _where() -> str:
     """The broker's address without its credentials, for error messages."""
     parameters = pika.URLParameters(settings.URL)
@@ -179,7 +215,7 @@ def _refused(destination: str, exc: BaseException) -> NotPublished:
 
 def _validate(cls: type[RabbitMQPublishJob]) -> None:
     try:
-        delays.routing_key(0, getattr(cls, "destination", None))  # type: ignore[arg-type]
+        delays.check_destination(getattr(cls, "destination", None))  # type: ignore[arg-type]
     except ConfigurationError as exc:
         raise ConfigurationError(f"{cls.__qualname__}.destination: {exc}") from exc
     try:

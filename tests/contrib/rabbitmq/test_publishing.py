@@ -241,6 +241,21 @@ def test_publish_job__unroutable_destination_is_not_processed(broker, shipping):
     assert rows[0].error_message.startswith(f"No queue is bound for destination {shipping!r}")
 
 
+def test_publish_job__delayed_message_to_a_missing_queue_is_not_sent(broker, shipping):
+    """A delayed message is not sent when its destination queue does not exist (the delay levels would take it
+    and drop it later); one without delay is refused as unroutable. Both stay, with their reasons."""
+    broker.channel.queue_delete(shipping)
+    ship("later", delay_seconds=1)
+    ship("now")
+    assert run_once(ShipmentJob, Heartbeat()) == 2
+    rows = {row.message_id: row for row in Shipment.queue_items()}
+    assert {row.status for row in rows.values()} == {Status.SLEEPING}
+    assert rows["later"].error_message.startswith(f"The destination queue {shipping!r} does not exist")
+    assert rows["now"].error_message.startswith(f"No queue is bound for destination {shipping!r}")
+    level = broker.channel.queue_declare(f"{broker.prefix}.delay-level-00", passive=True)
+    assert level.method.message_count == 0
+
+
 def test_publish_job__missing_delay_infrastructure_is_named(broker):
     """Without the delay levels declared, every message of the run stays, its error naming the missing exchange."""
     ship("o1", "o2")
