@@ -30,7 +30,7 @@ from .connections import BROKER_ERRORS, confirmed_channel, connect
 if TYPE_CHECKING:
     from nexus_queues.models import QueueItem
 
-NOT_FOUND = 404
+_NOT_FOUND = 404  # AMQP reply code of a passive declare that finds no queue
 
 SOURCE_HEADER = "x-nexus-queue"
 """The header naming the nexus queue a published message came from."""
@@ -183,7 +183,7 @@ def _queue_exists(connection: BlockingConnection, queue: str) -> bool:
     try:
         channel.queue_declare(queue, passive=True)
     except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code != NOT_FOUND:
+        if exc.reply_code != _NOT_FOUND:
             raise
         return False
     channel.close()
