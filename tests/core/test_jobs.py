@@ -11,7 +11,7 @@ from nexus_queues.jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
-from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob
+from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob
 from tests.testapp.queues import Audit, Greeting, Product
 
 
@@ -30,7 +30,7 @@ class Recorder(QueueJob, abstract=True):
 
 def test_jobs__autodiscovered_from_each_apps_jobs_module():
     """The test app's jobs module is found at start-up: one job per queue."""
-    assert list(jobs) == [GreetingJob, InventoryJob, PingJob, ProductJob]
+    assert list(jobs) == [GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob]
     assert jobs.get("products") is ProductJob
 
 

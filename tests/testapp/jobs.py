@@ -10,12 +10,14 @@ from pathlib import Path
 from django.utils import timezone
 
 from nexus_queues import QueueJob, previous_message
+from nexus_queues.contrib.rabbitmq import RabbitMQPublishJob
+from nexus_queues.contrib.rabbitmq.conf import settings as rabbitmq_settings
 from nexus_queues.jobs import Outcome
 from nexus_queues.models import QueueItem, QueueSettings
 from nexus_queues.worker.logs import correlation_id
 
 from .more_queues import Ping
-from .queues import Greeting, Inventory, Product
+from .queues import Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
 
@@ -108,3 +110,27 @@ class InventoryJob(QueueJob):
             report("started", "slow")
             wait_for_gate()
         return {item.pk: ValueError("negative stock") for item in items if item.message.quantity < 0}
+
+
+class UnderTestPrefix:
+    """A broker name under the delay prefix, read when used: each test declares its names under its own."""
+
+    def __init__(self, suffix: str) -> None:
+        self.suffix = suffix
+
+    def __get__(self, instance: object, owner: type | None = None) -> str:
+        return f"{rabbitmq_settings.DELAY_PREFIX}.{self.suffix}"
+
+
+class ShipmentJob(RabbitMQPublishJob):
+    """The outbox: shipments go to the AMQP queue ``<prefix>.shipping`` after their ``delay_seconds``.
+    ``NEXUS_TEST_BATCH`` sets the batch size."""
+
+    message_class = Shipment
+    batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
+    destination = UnderTestPrefix("shipping")  # type: ignore[assignment]
+    max_attempts = 3
+    backoff = timedelta(milliseconds=200)
+
+    def delay_for(self, message: Shipment) -> timedelta:
+        return timedelta(seconds=message.delay_seconds)

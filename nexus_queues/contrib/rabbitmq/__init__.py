@@ -21,6 +21,8 @@ _EXPORTS = {
     "InvalidDestination": "delays",
     "TopologyConflict": "delays",
     "MAX_DELAY": "delays",
+    "RabbitMQPublishJob": "publishing",
+    "NotPublished": "publishing",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
         publish,
         routing_key,
     )
+    from .publishing import NotPublished, RabbitMQPublishJob
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,224 @@
+"""The outbox: a queue job that publishes its queue's messages to RabbitMQ, done only once the broker confirmed.
+
+Each message goes through the delay levels (see :mod:`.delays`) to its destination on a channel in
+confirm mode, mandatory. A confirmed message is Processed in the run's acknowledgement; one the
+broker refuses or cannot route, and every message of the run once the connection is lost, fail and
+are retried per ``max_attempts`` and ``backoff``, then set to Error: never lost, never done unconfirmed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
+
+from nexus_queues.exceptions import ConfigurationError, NexusQueuesError
+from nexus_queues.jobs import Outcome, QueueJob
+from nexus_queues.serialization import canonical_json
+
+from . import delays
+from .conf import settings
+from .connections import BROKER_ERRORS, confirmed_channel, connect
+
+if TYPE_CHECKING:
+    from nexus_queues.models import QueueItem
+
+_NOT_FOUND = 404  # AMQP reply code of a passive declare that finds no queue
+
+SOURCE_HEADER = "x-nexus-queue"
+"""The header naming the nexus queue a published message came from."""
+
+
+class NotPublished(NexusQueuesError):
+    """The broker did not confirm the message: no queue took it, it refused it, or it could not be reached."""
+
+
+@dataclass
+class _Held:
+    """A worker thread's connection, kept across runs, and the URL it was opened for."""
+
+    url: str
+    connection: BlockingConnection
+    channel: BlockingChannel
+
+
+_local = threading.local()  # pika's BlockingConnection is not thread-safe: one per worker thread
+
+
+class RabbitMQPublishJob(QueueJob, abstract=True):
+    """Publishes each message of ``message_class``'s queue to the AMQP queue ``destination``, after its delay.
+
+    Body: the message's JSON as the queue stores it (``application/json``), persistent. Properties:
+    ``message_id`` (the message's id, or ``<queue>:<row id>`` for a queue without identity),
+    ``correlation_id`` (the run's), and the header ``x-nexus-queue`` naming the source queue.
+
+    Delivery is at least once. A duplicate is possible in two windows: the broker confirmed but the
+    worker died before its acknowledgement committed (the lease expires, the row becomes Abandoned,
+    and an operator who retries it publishes it again); or the connection broke after the broker
+    took a message but before its confirm arrived (it is retried). Either way the consumer sees the
+    same ``message_id`` twice, so consumers should deduplicate on it.
+
+    The broker cannot refuse a delayed message for want of a route (its first delay level takes it), so
+    one is sent only when the destination queue exists; a queue that exists but is not bound to the
+    delivery exchange, or is deleted during the delay, still loses delayed messages at the end of it.
+    """
+
+    destination: ClassVar[str]
+    """The AMQP queue the messages go to, bound with ``bind_endpoint`` or ``nexus_rabbitmq_setup --endpoint``."""
+    delay: ClassVar[timedelta] = timedelta(0)
+    """The delay of every message, unless :meth:`delay_for` says otherwise; whole seconds, rounded up."""
+    max_attempts: ClassVar[int] = 10
+    """Ten runs with the backoff doubling from 30 s ride out a broker outage of about four hours."""
+    _destination_exists: bool | None = None
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        if not abstract:
+            _validate(cls)
+        super().__init_subclass__(abstract=abstract, **kwargs)
+
+    def delay_for(self, message: Any) -> timedelta | float:
+        """How long the broker holds ``message`` before it reaches the destination (default: :attr:`delay`)."""
+        return self.delay
+
+    def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
+        """Publish the items in order; a closed channel or connection fails the one in flight and every later one."""
+        outcomes: dict[int, Outcome] = {}
+        try:
+            channel = _channel(self.name())
+        except BROKER_ERRORS as exc:
+            failure = _not_published(f"The broker at {_where()} cannot be reached", exc)
+            return {item.pk: failure for item in items}
+        for index, item in enumerate(items):
+            try:
+                self.publish(channel, item)
+            except (pika.exceptions.UnroutableError, pika.exceptions.NackError) as exc:
+                outcomes[item.pk] = _refused(self.destination, exc)
+            except BROKER_ERRORS as exc:
+                disconnect()
+                failure = _not_published(f"The broker at {_where()} closed the channel, or the connection broke", exc)
+                outcomes.update((later.pk, failure) for later in items[index:])
+                break
+            except Exception as exc:
+                outcomes[item.pk] = exc
+        return outcomes
+
+    def publish(self, channel: BlockingChannel, item: QueueItem) -> None:
+        """Publish one item and wait for the broker's confirm."""
+        queue = self.message_class.queue_name()
+        delay = self.delay_for(item.message)
+        if delays.delay_seconds(delay):
+            self._check_destination(channel)
+        properties = pika.BasicProperties(
+            content_type="application/json",
+            message_id=item.message_id or f"{queue}:{item.pk}",
+            correlation_id=item.correlation_id,
+        )
+        delays.publish(
+            channel, canonical_json(item.message), self.destination, delay=delay,
+            headers={SOURCE_HEADER: queue}, properties=properties,
+        )
+
+    def _check_destination(self, channel: BlockingChannel) -> None:
+        # The delay levels confirm a delayed message whatever its destination, and drop it when its delay ends
+        # if no queue takes it then: so the destination must exist before one is sent. Once per run (a job
+        # instance is one run).
+        if self._destination_exists is None:
+            self._destination_exists = _queue_exists(channel.connection, self.destination)
+        if not self._destination_exists:
+            raise NotPublished(
+                f"The destination queue {self.destination!r} does not exist, and the delay levels would drop "
+                "a delayed message at the end of its delay: declare and bind it with bind_endpoint or "
+                "nexus_rabbitmq_setup --endpoint. Not published."
+            )
+
+
+def disconnect() -> None:
+    """Close this thread's publishing connection, if it has one; the next run opens a new one."""
+    held: _Held | None = getattr(_local, "held", None)
+    _local.held = None
+    if held is not None:
+        _close(held.connection)
+
+
+def _close(connection: BlockingConnection) -> None:
+    if connection.is_open:
+        try:
+            connection.close()
+        except BROKER_ERRORS:
+            pass  # already gone: nothing left to close
+
+
+def _channel(job_name: str) -> BlockingChannel:
+    """This thread's confirmed channel, re-opened when the URL changed or the broker closed it meanwhile."""
+    held: _Held | None = getattr(_local, "held", None)
+    if held is not None and held.url == settings.URL:
+        try:
+            held.connection.process_data_events(time_limit=0)  # takes in a close the broker sent while idle
+        except BROKER_ERRORS:
+            pass
+        if held.connection.is_open and held.channel.is_open:
+            return held.channel
+    disconnect()
+    name = f"nexus_queues {job_name} {socket.gethostname()}:{os.getpid()} {threading.current_thread().name}"
+    connection = connect(settings.URL, name=name)
+    try:
+        channel = confirmed_channel(connection)
+    except BROKER_ERRORS:
+        _close(connection)
+        raise
+    _local.held = _Held(settings.URL, connection, channel)
+    return channel
+
+
+def _queue_exists(connection: BlockingConnection, queue: str) -> bool:
+    """Does ``queue`` exist? Asked on a channel of its own, since the broker closes the channel that asks in vain."""
+    channel = connection.channel()
+    try:
+        channel.queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != _NOT_FOUND:
+            raise
+        return False
+    channel.close()
+    return True
+
+
+def _where() -> str:
+    """The broker's address without its credentials, for error messages."""
+    parameters = pika.URLParameters(settings.URL)
+    return f"{parameters.host}:{parameters.port}"
+
+
+def _not_published(what: str, exc: BaseException) -> NotPublished:
+    # pika's errors keep their detail in repr() only; their str() is often empty.
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc)
+    failure = NotPublished(f"{what}: {detail}. Not published.")
+    failure.__cause__ = exc
+    return failure
+
+
+def _refused(destination: str, exc: BaseException) -> NotPublished:
+    if isinstance(exc, pika.exceptions.UnroutableError):
+        reason = (f"No queue is bound for destination {destination!r}: bind it with bind_endpoint "
+                  "or nexus_rabbitmq_setup --endpoint")
+    else:
+        reason = f"The broker refused the message for destination {destination!r} (nack)"
+    return _not_published(reason, exc)
+
+
+def _validate(cls: type[RabbitMQPublishJob]) -> None:
+    try:
+        delays.check_destination(getattr(cls, "destination", None))  # type: ignore[arg-type]
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{cls.__qualname__}.destination: {exc}") from exc
+    try:
+        delays.delay_seconds(cls.delay)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{cls.__qualname__}.delay: {exc}") from exc
