@@ -25,3 +25,20 @@ def confirmed_channel(connection: BlockingConnection) -> BlockingChannel:
     channel = connection.channel()
     channel.confirm_delivery()
     return channel
+
+
+NOT_FOUND = 404
+"""The AMQP reply code of a passive declare that finds nothing."""
+
+
+def queue_exists(connection: BlockingConnection, queue: str) -> bool:
+    """Does ``queue`` exist? Asked on a channel of its own, since the broker closes the channel that asks in vain."""
+    channel = connection.channel()
+    try:
+        channel.queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != NOT_FOUND:
+            raise
+        return False
+    channel.close()
+    return True

@@ -24,7 +24,7 @@ from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_c
 
 from .bodies import Delivery, sort_deliveries
 from .conf import settings
-from .connections import BROKER_ERRORS, confirmed_channel, connect
+from .connections import BROKER_ERRORS, confirmed_channel, connect, queue_exists
 from .invalid import DEAD_LETTER, check_mode, dead_letter, declare_invalid_queue, invalid_queue, reject
 from .outages import Outage
 
@@ -38,9 +38,6 @@ POLL = 0.5
 
 IDLE = 0.05
 """Seconds without a new delivery that end a batch before it is full."""
-
-NOT_FOUND = 404
-
 
 class SourceNotFound(ConfigurationError, LookupError):
     """The AMQP queue to consume from does not exist on the broker."""
@@ -129,7 +126,10 @@ class Consumer:
         self.disconnect()
         self._connection = connect(self.url, name=self.name)
         self._channel = self._connection.channel()
-        _check_source(self._channel, self.source)
+        if not queue_exists(self._connection, self.source):
+            raise SourceNotFound(
+                f"The AMQP queue {self.source!r} does not exist on the broker: declare it (or bind it) first."
+            )
         if self.invalid_messages == DEAD_LETTER:
             self._publisher = confirmed_channel(self._connection)
             declare_invalid_queue(self._publisher, self.source)
@@ -201,14 +201,3 @@ class Consumer:
         self, channel: BlockingChannel, method: pika.spec.Basic.Deliver, properties: pika.BasicProperties, body: bytes
     ) -> None:
         self._received.append(Delivery(method.delivery_tag, body, properties, method.exchange, method.routing_key))
-
-
-def _check_source(channel: BlockingChannel, source: str) -> None:
-    try:
-        channel.queue_declare(source, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == NOT_FOUND:
-            raise SourceNotFound(
-                f"The AMQP queue {source!r} does not exist on the broker: declare it (or bind it) first."
-            ) from exc
-        raise

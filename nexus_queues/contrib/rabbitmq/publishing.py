@@ -25,12 +25,11 @@ from nexus_queues.serialization import canonical_json
 
 from . import delays
 from .conf import settings
-from .connections import BROKER_ERRORS, confirmed_channel, connect
+from .connections import BROKER_ERRORS, confirmed_channel, connect, queue_exists
 
 if TYPE_CHECKING:
     from nexus_queues.models import QueueItem
 
-_NOT_FOUND = 404  # AMQP reply code of a passive declare that finds no queue
 
 SOURCE_HEADER = "x-nexus-queue"
 """The header naming the nexus queue a published message came from."""
@@ -130,7 +129,7 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
         # if no queue takes it then: so the destination must exist before one is sent. Once per run (a job
         # instance is one run).
         if self._destination_exists is None:
-            self._destination_exists = _queue_exists(channel.connection, self.destination)
+            self._destination_exists = queue_exists(channel.connection, self.destination)
         if not self._destination_exists:
             raise NotPublished(
                 f"The destination queue {self.destination!r} does not exist, and the delay levels would drop "
@@ -175,19 +174,6 @@ def _channel(job_name: str) -> BlockingChannel:
         raise
     _local.held = _Held(settings.URL, connection, channel)
     return channel
-
-
-def _queue_exists(connection: BlockingConnection, queue: str) -> bool:
-    """Does ``queue`` exist? Asked on a channel of its own, since the broker closes the channel that asks in vain."""
-    channel = connection.channel()
-    try:
-        channel.queue_declare(queue, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code != _NOT_FOUND:
-            raise
-        return False
-    channel.close()
-    return True
 
 
 def _where() -> str:
