@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,33 @@ class Command:
     def finish(self) -> int:
         """Wait for it to exit; its return code."""
         return self.proc.wait(timeout=PATIENCE)
+
+
+class Commands:
+    """Starts ``python -m django <args>`` processes with ``env``, each one's log in ``folder``."""
+
+    def __init__(self, env: dict[str, str], folder: Path) -> None:
+        self.env = env
+        self.folder = folder
+        self.started: list[Command] = []
+
+    def start(self, *args: str, **extra_env: str) -> Command:
+        """Start a command (``extra_env`` added to the environment); its stderr goes to a file."""
+        stderr = self.folder / f"stderr-{len(self.started)}.txt"
+        with stderr.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "django", *args], env={**self.env, **extra_env}, cwd=ROOT,
+                stdout=subprocess.DEVNULL, stderr=err,
+            )
+        self.started.append(command := Command(proc, stderr))
+        return command
+
+    def kill_the_rest(self) -> None:
+        """Kill every command started here that is still running."""
+        for command in self.started:
+            if command.proc.poll() is None:
+                command.proc.kill()
+                command.proc.wait()
 
 
 def wait_until(condition: Callable[[], object], what: str, command: Command | None = None) -> None:

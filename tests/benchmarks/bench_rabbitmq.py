@@ -7,7 +7,10 @@
   outbox        ``manage.py nexus_worker --burst --queue shipments`` (INFO logging, as a user runs it) over
                 N Pending shipments: leased, published with confirms, marked Processed; the command's
                 start-up (the same command over an empty queue) is measured and left out
+  raw_publish_tx  pika alone: the same N bodies in transactions of 100 (tx.commit per 100), the broker's
+                limit when the wait for it is paid once per batch rather than once per message
   raw_consume   pika alone: N bodies consumed, prefetch 100, acknowledged 100 at a time, stored nowhere
+  db_batches    enqueue_many of N arrivals in batches of 100, in this process: the database's side alone
   consume       ``manage.py nexus_rabbitmq_consume --from ... --queue arrivals`` over N waiting bodies:
                 from the command's first batch to the N-th row in the arrivals table
 
@@ -64,7 +67,7 @@ def manage(*args: str) -> list[str]:
 
 
 def line(measure: str, seconds: float, count: int = N, note: str = "") -> None:
-    print(f"{measure:<12} {count:>7} messages {seconds:7.2f} s {count / seconds:9.0f} msg/s  {note}", flush=True)
+    print(f"{measure:<15} {count:>7} messages {seconds:7.2f} s {count / seconds:9.0f} msg/s  {note}", flush=True)
 
 
 def raw_publish(channel: pika.adapters.blocking_connection.BlockingChannel, queue: str, bodies: list[bytes]) -> float:
@@ -72,6 +75,30 @@ def raw_publish(channel: pika.adapters.blocking_connection.BlockingChannel, queu
     for body in bodies:
         publish(channel, body, queue)
     return time.perf_counter() - started
+
+
+def raw_publish_tx(connection: pika.BlockingConnection, queue: str, bodies: list[bytes]) -> float:
+    channel = connection.channel()
+    channel.tx_select()
+    started = time.perf_counter()
+    for start in range(0, len(bodies), 100):
+        for body in bodies[start:start + 100]:
+            publish(channel, body, queue)
+        channel.tx_commit()
+    elapsed = time.perf_counter() - started
+    channel.close()
+    return elapsed
+
+
+def db_batches(bodies: list[bytes]) -> float:
+    Arrival.queue_items().all().delete()
+    messages = [Arrival.model_validate_json(body) for body in bodies]
+    started = time.perf_counter()
+    for start in range(0, len(messages), 100):
+        enqueue_many(messages[start:start + 100])
+    elapsed = time.perf_counter() - started
+    Arrival.queue_items().all().delete()
+    return elapsed
 
 
 def raw_consume(channel: pika.adapters.blocking_connection.BlockingChannel, queue: str, count: int) -> float:
@@ -134,6 +161,9 @@ def main() -> None:
     try:
         line("raw_publish", raw_publish(channel, ARRIVALS, bodies), note="(pika, confirm per message)")
         line("raw_consume", raw_consume(channel, ARRIVALS, N), note="(pika, prefetch 100, ack per 100)")
+        line("raw_publish_tx", raw_publish_tx(connection, ARRIVALS, bodies), note="(pika, tx.commit per 100)")
+        channel.queue_purge(ARRIVALS)
+        line("db_batches", db_batches(bodies), note="(enqueue_many per 100, in process)")
         outbox(channel)
         consume(channel, bodies)
     finally:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.commands import ROOT, Command
+from tests.commands import Command, Commands
 
 
 class FakeClock:
@@ -51,21 +49,7 @@ def manage_fixture(
     child_env: dict[str, str], files: dict[str, Path], tmp_path: Path
 ) -> Iterator[Callable[..., Command]]:
     """Start ``python -m django <args>`` on the test database; killed at the end if still running."""
-    started: list[Command] = []
-    env = {**child_env, "NEXUS_TEST_OUT": str(files["out"]), "NEXUS_TEST_GATE": str(files["gate"])}
-
-    def start(*args: str, **extra_env: str) -> Command:
-        stderr = tmp_path / f"stderr-{len(started)}.txt"
-        with stderr.open("wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "django", *args], env={**env, **extra_env}, cwd=ROOT,
-                stdout=subprocess.DEVNULL, stderr=err,
-            )
-        started.append(command := Command(proc, stderr))
-        return command
-
-    yield start
-    for command in started:
-        if command.proc.poll() is None:
-            command.proc.kill()
-            command.proc.wait()
+    reporting = {"NEXUS_TEST_OUT": str(files["out"]), "NEXUS_TEST_GATE": str(files["gate"])}
+    commands = Commands({**child_env, **reporting}, tmp_path)
+    yield commands.start
+    commands.kill_the_rest()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.commands import PATIENCE, ROOT, Command, wait_until
+from tests.commands import PATIENCE, Command, Commands, wait_until
 from tests.testapp.queues import Arrival
 
 from .conftest import Broker
@@ -36,21 +35,9 @@ def source(broker: Broker) -> str:
 @pytest.fixture
 def manage(child_env: dict[str, str], tmp_path: Path) -> Iterator[Manage]:
     """Start ``python -m django <args>`` on the test database; killed at the end if still running."""
-    started: list[Command] = []
-
-    def start(*args: str) -> Command:
-        stderr = tmp_path / f"stderr-{len(started)}.txt"
-        with stderr.open("wb") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "django", *args], env=child_env, cwd=ROOT,
-                                    stdout=subprocess.DEVNULL, stderr=err)
-        started.append(command := Command(proc, stderr))
-        return command
-
-    yield start
-    for command in started:
-        if command.proc.poll() is None:
-            command.proc.kill()
-            command.proc.wait()
+    commands = Commands(child_env, tmp_path)
+    yield commands.start
+    commands.kill_the_rest()
 
 
 def consume(manage: Manage, source: str, *args: str) -> Command:

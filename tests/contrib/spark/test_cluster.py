@@ -74,4 +74,7 @@ def test_nexus_spark_sync__on_a_standalone_cluster(
     spark_cluster.wait_for(lambda: len(spark_cluster.completed_apps()) == 2, "both syncs finished on the master")
     ran_here = {Path(log).parent.parent.name for log in spark_cluster.executor_logs()}
     assert ran_here == {app["id"] for app in spark_cluster.completed_apps()}, spark_cluster.logs()
-    assert all("Finished task" in log.read_text() for log in spark_cluster.executor_logs()), spark_cluster.logs()
+    # Each sync's tasks ran in its executors. Not every executor: under load the master may start an
+    # application a second executor that registers after the work is done, and so runs nothing.
+    worked = {log.parent.parent.name for log in spark_cluster.executor_logs() if "Finished task" in log.read_text()}
+    assert worked == ran_here, spark_cluster.logs()
