@@ -1,9 +1,10 @@
 """The outbox: a queue job that publishes its queue's messages to RabbitMQ, done only once the broker confirmed.
 
 Each message goes through the delay levels (see :mod:`.delays`) to its destination on a channel in
-confirm mode, mandatory. A confirmed message is Processed in the run's acknowledgement; one the
-broker refuses or cannot route, and every message of the run once the connection is lost, fail and
-are retried per ``max_attempts`` and ``backoff``, then set to Error: never lost, never done unconfirmed.
+confirm mode, mandatory; a run's messages are sent together and their confirms awaited together
+(:mod:`.pipeline`). A confirmed message is Processed in the run's acknowledgement; one the broker
+refuses or cannot route, and every unconfirmed one once the connection is lost, fail and are retried
+per ``max_attempts`` and ``backoff``, then set to Error: never lost, never done unconfirmed.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ import os
 import socket
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pika
-from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
 
 from nexus_queues.exceptions import ConfigurationError, NexusQueuesError
 from nexus_queues.jobs import Outcome, QueueJob
@@ -25,7 +24,8 @@ from nexus_queues.serialization import canonical_json
 
 from . import delays
 from .conf import settings
-from .connections import BROKER_ERRORS, confirmed_channel, connect, queue_exists
+from .connections import BROKER_ERRORS
+from .pipeline import Pipeline, Send
 
 if TYPE_CHECKING:
     from nexus_queues.models import QueueItem
@@ -39,16 +39,7 @@ class NotPublished(NexusQueuesError):
     """The broker did not confirm the message: no queue took it, it refused it, or it could not be reached."""
 
 
-@dataclass
-class _Held:
-    """A worker thread's connection, kept across runs, and the URL it was opened for."""
-
-    url: str
-    connection: BlockingConnection
-    channel: BlockingChannel
-
-
-_local = threading.local()  # pika's BlockingConnection is not thread-safe: one per worker thread
+_local = threading.local()  # pika's connections are not thread-safe: one per worker thread
 
 
 class RabbitMQPublishJob(QueueJob, abstract=True):
@@ -61,8 +52,9 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
     Delivery is at least once. A duplicate is possible in two windows: the broker confirmed but the
     worker died before its acknowledgement committed (the lease expires, the row becomes Abandoned,
     and an operator who retries it publishes it again); or the connection broke after the broker
-    took a message but before its confirm arrived (it is retried). Either way the consumer sees the
-    same ``message_id`` twice, so consumers should deduplicate on it.
+    took messages but before their confirms arrived (they are retried: up to a batch of them, since a
+    run's confirms are awaited together). Either way the consumer sees the same ``message_id`` twice,
+    so consumers should deduplicate on it.
 
     The broker cannot refuse a delayed message for want of a route (its first delay level takes it), so
     one is sent only when the destination queue exists; a queue that exists but is not bound to the
@@ -87,49 +79,51 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
         return self.delay
 
     def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
-        """Publish the items in order; a closed channel or connection fails the one in flight and every later one."""
-        outcomes: dict[int, Outcome] = {}
+        """Publish the items, then wait for their confirms together; a lost connection fails every unconfirmed one."""
         try:
-            channel = _channel(self.name())
+            pipeline = _pipeline(self.name())
+            sends = [(item.pk, *self.message(item, pipeline)) for item in items]
         except BROKER_ERRORS as exc:
+            disconnect()
             failure = _not_published(f"The broker at {_where()} cannot be reached", exc)
             return {item.pk: failure for item in items}
-        for index, item in enumerate(items):
-            try:
-                self.publish(channel, item)
-            except (pika.exceptions.UnroutableError, pika.exceptions.NackError) as exc:
-                outcomes[item.pk] = _refused(self.destination, exc)
-            except BROKER_ERRORS as exc:
-                disconnect()
-                failure = _not_published(f"The broker at {_where()} closed the channel, or the connection broke", exc)
-                outcomes.update((later.pk, failure) for later in items[index:])
-                break
-            except Exception as exc:
-                outcomes[item.pk] = exc
-        return outcomes
+        results = pipeline.publish(sends)
+        if pipeline.failure is not None:
+            disconnect()
+        return {pk: self._outcome(error) for pk, error in results.items() if error is not None}
 
-    def publish(self, channel: BlockingChannel, item: QueueItem) -> None:
-        """Publish one item and wait for the broker's confirm."""
+    def message(self, item: QueueItem, pipeline: Pipeline) -> tuple[str, Send]:
+        """The AMQP message id of ``item``, and how to publish it on a channel."""
         queue = self.message_class.queue_name()
-        delay = self.delay_for(item.message)
-        if delays.delay_seconds(delay):
-            self._check_destination(channel)
+        message_id = item.message_id or f"{queue}:{item.pk}"
         properties = pika.BasicProperties(
-            content_type="application/json",
-            message_id=item.message_id or f"{queue}:{item.pk}",
-            correlation_id=item.correlation_id,
-        )
-        delays.publish(
-            channel, canonical_json(item.message), self.destination, delay=delay,
-            headers={SOURCE_HEADER: queue}, properties=properties,
+            content_type="application/json", message_id=message_id, correlation_id=item.correlation_id
         )
 
-    def _check_destination(self, channel: BlockingChannel) -> None:
+        def send(channel: Any) -> None:
+            delay = self.delay_for(item.message)
+            if delays.delay_seconds(delay):
+                self._check_destination(pipeline)
+            delays.publish(
+                channel, canonical_json(item.message), self.destination, delay=delay,
+                headers={SOURCE_HEADER: queue}, properties=properties,
+            )
+
+        return message_id, send
+
+    def _outcome(self, error: BaseException) -> BaseException:
+        if isinstance(error, pika.exceptions.UnroutableError | pika.exceptions.NackError):
+            return _refused(self.destination, error)
+        if isinstance(error, BROKER_ERRORS):
+            return _not_published(f"The broker at {_where()} closed the channel, or the connection broke", error)
+        return error
+
+    def _check_destination(self, pipeline: Pipeline) -> None:
         # The delay levels confirm a delayed message whatever its destination, and drop it when its delay ends
         # if no queue takes it then: so the destination must exist before one is sent. Once per run (a job
         # instance is one run).
         if self._destination_exists is None:
-            self._destination_exists = queue_exists(channel.connection, self.destination)
+            self._destination_exists = pipeline.queue_exists(self.destination)
         if not self._destination_exists:
             raise NotPublished(
                 f"The destination queue {self.destination!r} does not exist, and the delay levels would drop "
@@ -140,40 +134,21 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
 
 def disconnect() -> None:
     """Close this thread's publishing connection, if it has one; the next run opens a new one."""
-    held: _Held | None = getattr(_local, "held", None)
-    _local.held = None
-    if held is not None:
-        _close(held.connection)
+    pipeline: Pipeline | None = getattr(_local, "pipeline", None)
+    _local.pipeline = None
+    if pipeline is not None:
+        pipeline.close()
 
 
-def _close(connection: BlockingConnection) -> None:
-    if connection.is_open:
-        try:
-            connection.close()
-        except BROKER_ERRORS:
-            pass  # already gone: nothing left to close
-
-
-def _channel(job_name: str) -> BlockingChannel:
-    """This thread's confirmed channel, re-opened when the URL changed or the broker closed it meanwhile."""
-    held: _Held | None = getattr(_local, "held", None)
-    if held is not None and held.url == settings.URL:
-        try:
-            held.connection.process_data_events(time_limit=0)  # takes in a close the broker sent while idle
-        except BROKER_ERRORS:
-            pass
-        if held.connection.is_open and held.channel.is_open:
-            return held.channel
+def _pipeline(job_name: str) -> Pipeline:
+    """This thread's pipeline, re-opened when the URL changed or the broker closed it meanwhile."""
+    pipeline: Pipeline | None = getattr(_local, "pipeline", None)
+    if pipeline is not None and pipeline.url == settings.URL and pipeline.usable:
+        return pipeline
     disconnect()
     name = f"nexus_queues {job_name} {socket.gethostname()}:{os.getpid()} {threading.current_thread().name}"
-    connection = connect(settings.URL, name=name)
-    try:
-        channel = confirmed_channel(connection)
-    except BROKER_ERRORS:
-        _close(connection)
-        raise
-    _local.held = _Held(settings.URL, connection, channel)
-    return channel
+    _local.pipeline = Pipeline(settings.URL, name)
+    return _local.pipeline
 
 
 def _where() -> str:
