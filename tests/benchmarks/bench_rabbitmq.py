@@ -46,13 +46,11 @@ from nexus_queues import enqueue_many  # noqa: E402
 from nexus_queues.contrib.rabbitmq.conf import settings as rabbitmq  # noqa: E402
 from nexus_queues.contrib.rabbitmq.connections import confirmed_channel, connect  # noqa: E402
 from nexus_queues.contrib.rabbitmq.delays import (  # noqa: E402
-    LEVELS,
     bind_endpoint,
     declare_delay_infrastructure,
-    delivery_exchange,
-    level_exchange,
     publish,
 )
+from tests.contrib.rabbitmq.conftest import delete_names  # noqa: E402
 from tests.testapp.jobs import ShipmentJob  # noqa: E402
 from tests.testapp.queues import Arrival, Shipment  # noqa: E402
 
@@ -167,10 +165,7 @@ def main() -> None:
         outbox(channel)
         consume(channel, bodies)
     finally:
-        for name in [SHIPPING, ARRIVALS, f"{ARRIVALS}.invalid", *(level_exchange(n) for n in range(LEVELS))]:
-            channel.queue_delete(name)
-            channel.exchange_delete(name)
-        channel.exchange_delete(delivery_exchange())
+        delete_names(channel, rabbitmq.DELAY_PREFIX, [SHIPPING, ARRIVALS, f"{ARRIVALS}.invalid"])
         connection.close()
 
 

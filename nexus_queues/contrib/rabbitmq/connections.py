@@ -11,13 +11,18 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (pika.exceptions.AMQPError, OSE
 """What a lost, refused or closed connection or channel raises."""
 
 
-def connect(url: str | None = None, *, name: str | None = None) -> BlockingConnection:
-    """A blocking connection to the broker at ``url`` (default: the ``URL`` setting), called ``name`` in the
+def parameters(url: str | None = None, name: str | None = None) -> pika.URLParameters:
+    """Connection parameters of the broker at ``url`` (default: the ``URL`` setting), called ``name`` in the
     broker's connection list (``rabbitmqctl list_connections client_properties``) when given."""
-    parameters = pika.URLParameters(url or settings.URL)
+    found = pika.URLParameters(url or settings.URL)
     if name is not None:
-        parameters.client_properties = {"connection_name": name}
-    return pika.BlockingConnection(parameters)
+        found.client_properties = {"connection_name": name}
+    return found
+
+
+def connect(url: str | None = None, *, name: str | None = None) -> BlockingConnection:
+    """A blocking connection to the broker at ``url`` (default: the ``URL`` setting), called ``name`` when given."""
+    return pika.BlockingConnection(parameters(url, name))
 
 
 def confirmed_channel(connection: BlockingConnection) -> BlockingChannel:

@@ -16,10 +16,10 @@ from pika.adapters.select_connection import SelectConnection
 from pika.channel import Channel
 from pika.spec import Basic
 
+from .connections import NOT_FOUND, parameters
+
 CONFIRM_TIMEOUT = 60.0
 """Seconds a batch waits for its confirms (and a connection for its opening) before it counts as not published."""
-
-NOT_FOUND = 404
 
 Send = Callable[[Channel], None]
 """Publishes one message on the channel it is given (raises before sending when the message is refused)."""
@@ -42,10 +42,9 @@ class Pipeline:
         self._outcomes: dict[Any, bool] = {}
         self._running = False
         self._past_failures = False
-        parameters = pika.URLParameters(url)
-        parameters.client_properties = {"connection_name": name}
         self.connection = SelectConnection(
-            parameters, on_open_callback=self._opened, on_open_error_callback=self._lost, on_close_callback=self._lost
+            parameters(url, name), on_open_callback=self._opened, on_open_error_callback=self._lost,
+            on_close_callback=self._lost,
         )
         self._run(lambda: self.channel is not None)
         if self.channel is None:
@@ -87,6 +86,9 @@ class Pipeline:
             self._next_tag += 1
             ids[message_id] = key
         self._run(lambda: not self._pending)
+        if self._pending:  # unanswered: this connection cannot be trusted with another batch
+            self.failure = self.failure or Lost(f"No confirm within {CONFIRM_TIMEOUT:.0f} s.")
+            self._pending = {}
         returned = {ids[message_id] for message_id in self._returned if message_id in ids}
         for key in ids.values():
             if key in returned:
@@ -94,10 +96,7 @@ class Pipeline:
             elif key in self._outcomes:
                 results[key] = None if self._outcomes[key] else pika.exceptions.NackError([])
             else:
-                results[key] = self.failure or Lost(f"No confirm within {CONFIRM_TIMEOUT:.0f} s.")
-        if self._pending:
-            self.failure = self.failure or Lost(f"No confirm within {CONFIRM_TIMEOUT:.0f} s.")
-            self._pending = {}
+                results[key] = self.failure
         return results
 
     def queue_exists(self, queue: str) -> bool:

@@ -55,10 +55,14 @@ def broker(settings: object) -> Iterator[Broker]:
 
 def _delete(found: Broker) -> None:
     connection = found.connection if found.connection.is_open else connect(URL)
-    channel = connection.channel()
-    infrastructure = [level_exchange(level, found.prefix) for level in range(LEVELS)]
-    for name in [*found.names, *infrastructure]:
+    delete_names(connection.channel(), found.prefix, found.names)
+    connection.close()
+
+
+def delete_names(channel: BlockingChannel, prefix: str, names: list[str]) -> None:
+    """Delete the queues and exchanges called ``names``, and the delay infrastructure under ``prefix``."""
+    infrastructure = [level_exchange(level, prefix) for level in range(LEVELS)]
+    for name in [*names, *infrastructure]:
         channel.queue_delete(name)
         channel.exchange_delete(name)
-    channel.exchange_delete(delivery_exchange(found.prefix))
-    connection.close()
+    channel.exchange_delete(delivery_exchange(prefix))
