@@ -29,6 +29,8 @@ _EXPORTS = {
     "QueueJob": "jobs",
     "queue_health": "health",
     "previous_message": "jobs",
+    "PeriodicJob": "periodic_jobs",
+    "periodic": "periodic_jobs",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from .jobs import QueueJob, previous_message
     from .leasing import abandon_expired_leases, lease
     from .messages import HealthStatus, QueueMessage, QueueMessageWithId
+    from .periodic_jobs import PeriodicJob, periodic
     from .status import Status
     from .updates import default_status, dispatch_due, mark_error, mark_processed, set_default_status, update_status
 

@@ -8,12 +8,15 @@ from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from .job_control import all_jobs
 from .registry import registry
+from .schedules import InvalidSchedule
 
 
 def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
     checks.register(check_queue_names)
+    checks.register(check_job_schedules)
     checks.register(check_tables, checks.Tags.database)
 
 
@@ -30,6 +33,22 @@ def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
         for cls in registry
         if cls.queue_options.name_derived
     ]
+
+
+def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Every job's schedule is a cron expression or an interval, in a known time zone."""
+    problems: list[checks.CheckMessage] = []
+    for job in all_jobs():
+        try:
+            job.timetable()
+        except InvalidSchedule as exc:
+            problems.append(checks.Error(
+                f"Job {job.name()} has a bad schedule: {exc}",
+                hint='Give five cron fields ("*/5 * * * *"), a shorthand such as "@daily", or a timedelta; '
+                     "and an IANA time zone name (\"Europe/Stockholm\").",
+                obj=job, id="nexus_queues.E001",
+            ))
+    return problems
 
 
 def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

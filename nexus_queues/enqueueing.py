@@ -16,6 +16,7 @@ from . import signals
 from .backends import Backend, EnqueueRow, backend_for
 from .conf import settings
 from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
+from .job_control import is_scheduled, request_start
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .retries import retried
@@ -80,6 +81,7 @@ def enqueue(
     else:
         row_id = backend.insert_one(model, row, notify=notify)
         result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
+    _start(message_class, start_processing)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
@@ -126,8 +128,15 @@ def enqueue_many(
             return _with_ids(message_class, result) if return_ids else result
 
     result = retried(backend.alias, store)
+    _start(message_class, start_processing)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
+
+
+def _start(message_class: type[QueueMessage], start_processing: bool) -> None:
+    """A scheduled job's start request, stored for the workers; a job without a schedule is woken by the notify."""
+    if start_processing and is_scheduled(message_class):
+        request_start(message_class)
 
 
 def _upsert_many(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
 from .leasing import DEFAULT_LEASE_TIME
 from .messages import QueueMessage
+from .schedules import Schedule, schedule_of
 
 if TYPE_CHECKING:
     from .models import QueueItem
@@ -41,6 +42,10 @@ class QueueJob:
     """Runs of a failing message before it is set to Error (1 = no retry)."""
     backoff: ClassVar[timedelta] = timedelta(seconds=30)
     """Wait before the first retry; doubled for each later one."""
+    schedule: ClassVar[str | timedelta | None] = None
+    """When to drain the queue: a cron expression or an interval; None (the default) drains it continuously."""
+    time_zone: ClassVar[str | None] = None
+    """The time zone of a cron schedule (default: the ``TIME_ZONE`` setting)."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -52,6 +57,11 @@ class QueueJob:
     def name(cls) -> str:
         """The job's dotted path, as recorded on its runs."""
         return f"{cls.__module__}.{cls.__qualname__}"
+
+    @classmethod
+    def timetable(cls) -> Schedule | None:
+        """The job's schedule, None when it runs continuously; :class:`InvalidSchedule` when it is not one."""
+        return None if cls.schedule is None else schedule_of(cls.schedule, cls.time_zone)
 
     def process(self, message: Any) -> datetime | None:
         """Process one message; return a time to process it again then, or None when it is done."""

@@ -141,6 +141,9 @@ class QueueSettings(models.Model):
     queue = models.CharField(max_length=40, primary_key=True)
     default_status = models.CharField(max_length=MAX_STATUS_LENGTH, default=Status.PENDING.value)
     processing_enabled = models.BooleanField(default=True)
+    start_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When processing was last asked to start now, whatever the job's schedule"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = QueueSettingsQuerySet.as_manager()
@@ -153,11 +156,31 @@ class QueueSettings(models.Model):
         return self.queue
 
 
+class PeriodicJobSettings(models.Model):
+    """A periodic job's settings that operators change at run time."""
+
+    job = models.CharField(max_length=200, primary_key=True)
+    enabled = models.BooleanField(default=True)
+    ticks_since = models.DateTimeField(help_text="Ticks after this time count: when the job was first seen or "
+                                                 "last switched on")
+    run_requested_at = models.DateTimeField(null=True, blank=True, help_text="When a run was last asked for")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "nexus_periodic_job_settings"
+        verbose_name = "periodic job"
+        verbose_name_plural = "periodic jobs"
+
+    def __str__(self) -> str:
+        return self.job
+
+
 class JobRun(models.Model):
-    """One run of a queue job: what it leased and what became of it, for operators."""
+    """One run of a job: for a queue job, what it leased and what became of it; for a periodic job, its tick and
+    outcome. The unique (job, tick) row is a periodic run's claim, committed before it runs."""
 
     job = models.CharField(max_length=200)
-    queue = models.CharField(max_length=40)
+    queue = models.CharField(max_length=40, blank=True, help_text="Empty for a periodic job")
     correlation_id = models.CharField(max_length=64, unique=True)
     worker = models.CharField(max_length=255, help_text="host:pid of the worker process")
     started_at = models.DateTimeField()
@@ -166,11 +189,14 @@ class JobRun(models.Model):
     processed = models.PositiveIntegerField(default=0)
     errors = models.PositiveIntegerField(default=0)
     rescheduled = models.PositiveIntegerField(default=0)
+    tick = models.DateTimeField(null=True, blank=True, help_text="The periodic job's tick (or run request) it ran for")
+    error = models.TextField(blank=True, help_text="A failed periodic run's exception and traceback")
 
     class Meta:
         db_table = "nexus_job_run"
         ordering = ("-started_at",)
         indexes = [models.Index(fields=["queue", "started_at"], name="nx_jobrun_queue_started")]
+        constraints = [models.UniqueConstraint(fields=["job", "tick"], name="nx_jobrun_job_tick")]
 
     def __str__(self) -> str:
         return f"{self.job} {self.correlation_id}"

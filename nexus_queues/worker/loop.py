@@ -8,20 +8,25 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import reset_queries
+from django.db.models import Max, Q
+from django.utils import timezone
 
 from ..conf import settings
 from ..failures import message_of
 from ..jobs import QueueJob, jobs
-from ..models import QueueSettings
+from ..models import JobRun, QueueSettings
+from ..periodic_jobs import PeriodicJob, periodic_jobs
 from ..registry import registry
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
 from .housekeeping import tidy_queue
+from .periodic import PeriodicRunner
 from .runs import run_once
+from .timetables import QueueTimetable
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -39,12 +44,16 @@ def check_peek_delay(delay: timedelta) -> None:
 
 
 class Worker:
-    """Runs queue jobs until stopped (or, in burst mode, until nothing is Pending)."""
+    """Runs queue jobs until stopped (or, in burst mode, until nothing is Pending), and the periodic jobs' ticks.
+
+    A queue job with a schedule drains its queue only from a tick (or a start request) until it runs dry.
+    """
 
     def __init__(
         self,
         *,
         job_classes: Sequence[type[QueueJob]] | None = None,
+        periodic_job_classes: Sequence[type[PeriodicJob]] | None = None,
         concurrency: int | None = None,
         burst: bool = False,
         peek_delay: timedelta | None = None,
@@ -54,6 +63,7 @@ class Worker:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.job_classes = list(jobs if job_classes is None else job_classes)
+        self.periodic = PeriodicRunner(list(periodic_jobs if periodic_job_classes is None else periodic_job_classes))
         self.concurrency = concurrency or settings.WORKER_CONCURRENCY
         self.burst = burst
         self.peek_delay = peek_delay if peek_delay is not None else settings.WORKER_PEEK_DELAY
@@ -77,6 +87,8 @@ class Worker:
         self._next_tidy = -math.inf
         self._woken: set[str] = set()
         self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first sweep
+        self._start_requests: dict[str, datetime] = {}
+        self._timetables: dict[str, QueueTimetable] = {}
         check_peek_delay(self.peek_delay)
 
     def stop(self) -> None:
@@ -120,22 +132,44 @@ class Worker:
         reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
         self._housekeeping()
         pause = self.dispatcher.step() if self.dispatcher is not None else math.inf
+        now = timezone.now()
         try:
-            enabled = self._enabled_jobs()
+            enabled = self._enabled_jobs(now)
+            self.periodic.step(now, lambda run: _submit(pool, run))
             self.breaker.success()
         except DATABASE_ERRORS as exc:
             reset_connections()
             return self.breaker.failure(exc)
         worked = False
         for job in enabled:
-            worked |= self._drain_queue(job, pool)
+            if self._due(job, now):
+                worked |= self._drain_scheduled(job, pool)
         if worked:
             return 0
         backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
         if self.burst and not backing_off:
             return None
         # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
-        return max(0.0, min(pause - (self.clock() - started), self.peek_delay.total_seconds(), *backing_off))
+        until_tick = (self._next_tick() - timezone.now()).total_seconds()
+        waits = (pause - (self.clock() - started), self.peek_delay.total_seconds(), until_tick, *backing_off)
+        return max(0.0, min(waits))
+
+    def _due(self, job: type[QueueJob], now: datetime) -> bool:
+        """Should the worker lease for ``job`` now? Always for a job without a schedule."""
+        timetable = self._timetables.get(job.message_class.queue_name())
+        return timetable is None or timetable.due(now, self._start_requests.get(job.message_class.queue_name()))
+
+    def _drain_scheduled(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
+        """:meth:`_drain_queue`; a scheduled job's drain ends when it leases nothing."""
+        worked = self._drain_queue(job, pool)
+        timetable = self._timetables.get(job.message_class.queue_name())
+        if timetable is not None and not worked:
+            timetable.ran_dry()
+        return worked
+
+    def _next_tick(self) -> datetime:
+        ticks = [t.next_tick for t in self._timetables.values()] + [t.next_tick for t in self.periodic.timetables()]
+        return min(ticks, default=timezone.now() + self.peek_delay)
 
     def _housekeeping(self) -> None:
         """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
@@ -154,20 +188,38 @@ class Worker:
                     extra={"action": "housekeeping_failed"},
                 )
 
-    def _enabled_jobs(self) -> list[type[QueueJob]]:
-        """The jobs whose processing is on, read again at most once per peek delay."""
+    def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:
+        """The jobs whose processing is on, read again (with the start requests and the periodic jobs' settings) at
+        most once per peek delay, or at once after a wake-up."""
         read_at, enabled = self._enabled
-        now = self.clock()
-        if now - read_at < self.peek_delay.total_seconds():
+        if self.clock() - read_at < self.peek_delay.total_seconds() and not self._woken:
             return enabled
         names = {j.message_class.queue_name() for j in self.job_classes}
-        off = {
-            s.queue for alias in {j.message_class.queue_options.database for j in self.job_classes}
-            for s in QueueSettings.objects.using(alias).filter(queue__in=names, processing_enabled=False).only("queue")
-        }
+        off: set[str] = set()
+        for alias in {j.message_class.queue_options.database for j in self.job_classes}:
+            rows = QueueSettings.objects.using(alias).filter(
+                Q(processing_enabled=False) | Q(start_requested_at__isnull=False), queue__in=names
+            ).values_list("queue", "processing_enabled", "start_requested_at")
+            for queue, processing, requested_at in rows:
+                if not processing:
+                    off.add(queue)
+                if requested_at is not None:
+                    self._start_requests[queue] = requested_at
+        self._start_timetables(now)
+        self.periodic.read_settings(now)
         enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
-        self._enabled = (now, enabled)
+        self._enabled = (self.clock(), enabled)
         return enabled
+
+    def _start_timetables(self, now: datetime) -> None:
+        """A timetable per scheduled job, counting from the queue's last run (a worker that was down across a tick
+        drains once when it comes back)."""
+        for job in self.job_classes:
+            schedule, queue = job.timetable(), job.message_class.queue_name()
+            if schedule is not None and queue not in self._timetables:
+                runs = JobRun.objects.using(job.message_class.queue_options.database).filter(queue=queue)
+                last_run = runs.aggregate(last=Max("started_at"))["last"]
+                self._timetables[queue] = QueueTimetable(schedule, last_run or now)
 
     def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
         """:meth:`_drain` unless the queue is backing off after a failure; True if any were leased."""
@@ -225,6 +277,23 @@ class Worker:
         finally:
             wait(running)  # never leave a run unacknowledged behind a failure
         return leased > 0
+
+
+def _submit(pool: ThreadPoolExecutor | None, work: Callable[[], None]) -> None:
+    """Run ``work`` on the pool (so a long periodic job does not hold up the queues), or here without one."""
+    if pool is None:
+        _logged(work)
+    else:
+        pool.submit(_logged, work)
+
+
+def _logged(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception as exc:  # e.g. the database went away before the run's end was recorded
+        reset_connections()
+        logger.error("A periodic run's end was not recorded: %s", message_of(exc), exc_info=exc,
+                     extra={"action": "periodic_unrecorded"})
 
 
 def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:

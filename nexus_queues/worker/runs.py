@@ -58,11 +58,15 @@ def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
         correlation_id.reset(token)
 
 
+def worker_name() -> str:
+    """``host:pid`` of this process, as runs record it (read per run: a forked worker has its own pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:255]
+
+
 def _lease(job: type[QueueJob], cid: str) -> tuple[list[QueueItem], JobRun]:
     options = job.message_class.queue_options
     now = timezone.now()
-    worker = f"{socket.gethostname()}:{os.getpid()}"[:255]  # read per run: a forked worker has its own pid
-    run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker, started_at=now)
+    run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker_name(), started_at=now)
     items = lease(job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run)
     return items, run
 

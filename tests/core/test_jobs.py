@@ -11,7 +11,7 @@ from nexus_queues.jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
-from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob
+from tests.testapp.jobs import DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob
 from tests.testapp.queues import Audit, Greeting, Product
 
 
@@ -30,13 +30,13 @@ class Recorder(QueueJob, abstract=True):
 
 def test_jobs__autodiscovered_from_each_apps_jobs_module():
     """The test app's jobs module is found at start-up: one job per queue."""
-    assert list(jobs) == [GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob]
+    assert list(jobs) == [DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob]
     assert jobs.get("products") is ProductJob
 
 
 def test_jobs__unknown_queue_names_those_with_jobs():
     """Asking for a queue without a job says which queues have one."""
-    with pytest.raises(NotRegistered, match="No job processes queue 'audits'. Queues with jobs: greetings, inventory"):
+    with pytest.raises(NotRegistered, match="No job processes queue 'audits'. Queues with jobs: digests, greetings, inventory"):
         jobs.get("audits")
 
 

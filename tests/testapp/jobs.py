@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from nexus_queues import QueueJob, previous_message
+from nexus_queues import PeriodicJob, QueueJob, periodic, previous_message
 from nexus_queues.contrib.rabbitmq import RabbitMQPublishJob
 from nexus_queues.contrib.rabbitmq.conf import settings as rabbitmq_settings
 from nexus_queues.jobs import Outcome
@@ -17,7 +17,7 @@ from nexus_queues.models import QueueItem, QueueSettings
 from nexus_queues.worker.logs import correlation_id
 
 from .more_queues import Ping
-from .queues import Greeting, Inventory, Product, Shipment
+from .queues import Digest, Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
 
@@ -134,3 +134,44 @@ class ShipmentJob(RabbitMQPublishJob):
 
     def delay_for(self, message: Shipment) -> timedelta:
         return timedelta(seconds=message.delay_seconds)
+
+
+TICK = os.environ.get("NEXUS_TEST_TICK")
+"""Seconds between the scheduled test jobs' ticks, set by the tests that start worker processes."""
+RARELY = "0 4 29 2 *"
+"""04:00 on 29 February: never within a test run that does not set ``NEXUS_TEST_TICK``."""
+
+
+def _schedule() -> str | timedelta:
+    return timedelta(seconds=float(TICK)) if TICK else RARELY
+
+
+class DigestJob(QueueJob):
+    """Drains the digests on its schedule; reports ``digest <text>`` per message."""
+
+    message_class = Digest
+    schedule = _schedule()
+
+    def process(self, message: Digest) -> None:
+        report("digest", message.text)
+
+
+class Heartbeat(PeriodicJob):
+    """Reports ``heartbeat <tick>``; with the gate file named by ``NEXUS_TEST_GATE`` set, waits for it first."""
+
+    schedule = _schedule()
+    category = "Maintenance"
+
+    def run(self) -> None:
+        report("heartbeat-started")
+        if os.environ.get("NEXUS_TEST_GATE"):
+            wait_for_gate()
+        if os.environ.get("NEXUS_TEST_HEARTBEAT_FAILS"):
+            raise RuntimeError("the heartbeat failed on purpose")
+        report("heartbeat")
+
+
+@periodic("30 2 * * 1" if TICK else RARELY, time_zone="Europe/Stockholm", category="Reports")
+def weekly_report() -> None:
+    """Reports ``weekly``."""
+    report("weekly")

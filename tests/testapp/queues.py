@@ -73,3 +73,9 @@ class Arrival(QueueMessageWithId, queue="arrivals", idempotent=True, category="R
     @property
     def message_id(self) -> str:
         return self.arrival_id
+
+
+class Digest(QueueMessage, queue="digests", category="Scheduled"):
+    """Drained by a job with a schedule, not as soon as it is enqueued."""
+
+    text: str

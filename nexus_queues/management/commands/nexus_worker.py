@@ -30,7 +30,10 @@ def seconds(text: str) -> timedelta:
 
 
 class Command(BaseCommand):
-    help = "Run queue jobs: lease Pending messages, process them, sleep until a wake-up or the peek delay."
+    help = (
+        "Run queue jobs (lease Pending messages, process them, sleep until a wake-up or the peek delay) and the "
+        "periodic jobs' ticks."
+    )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
@@ -40,6 +43,8 @@ class Command(BaseCommand):
         parser.add_argument("--peek-delay", type=seconds, help="Seconds an idle worker waits before peeking again.")
         parser.add_argument("--max-peek", type=at_least(1), help="The most Pending messages one peek counts.")
         parser.add_argument("--no-listen", action="store_true", help="Do not LISTEN for wake-ups; poll only.")
+        parser.add_argument("--no-periodic", action="store_true",
+                            help="Run no periodic jobs here (by default every worker offers to; a tick runs once).")
         parser.add_argument("--with-dispatch", action="store_true",
                             help="Also run the delayed-dispatch loop (Sleeping messages due -> Pending).")
 
@@ -50,7 +55,8 @@ class Command(BaseCommand):
         except NotRegistered as exc:
             raise CommandError(str(exc)) from exc
         worker = Worker(
-            job_classes=job_classes, concurrency=options["concurrency"], burst=options["burst"],
+            job_classes=job_classes, periodic_job_classes=[] if options["no_periodic"] else None,
+            concurrency=options["concurrency"], burst=options["burst"],
             peek_delay=options["peek_delay"], max_peek=options["max_peek"],
             listen=False if options["no_listen"] else None,
             dispatcher=Dispatcher() if options["with_dispatch"] else None,

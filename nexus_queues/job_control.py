@@ -1,0 +1,151 @@
+"""Every job, queue and periodic, as operators see and steer it: schedule in words, next and last run, on/off, run
+now. The admin's jobs page and the API's ``/jobs`` read and change jobs only through here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .exceptions import NexusQueuesError, NotRegistered
+from .jobs import QueueJob, jobs
+from .messages import QueueMessage
+from .models import JobRun, PeriodicJobSettings
+from .periodic_jobs import PeriodicJob, periodic_jobs
+from .updates import default_status, set_processing_enabled
+
+Action = Literal["view", "change"]
+Job = type[QueueJob] | type[PeriodicJob]
+
+
+class JobSwitchedOff(NexusQueuesError):
+    """A switched-off job is not started: switch it on first."""
+
+
+@dataclass(frozen=True)
+class JobState:
+    """One job as the jobs page and the API show it."""
+
+    name: str
+    """The job's dotted path."""
+    kind: Literal["queue", "periodic"]
+    queue: str
+    """The queue it processes ("" for a periodic job)."""
+    category: str
+    schedule: str
+    """In words: "At 03:00 every day (Europe/Stockholm)", "Every 5 minutes", or "Continuously"."""
+    enabled: bool
+    next_run: datetime | None
+    """The next tick (None for a continuous or switched-off job)."""
+    last_run: JobRun | None
+
+    @property
+    def last_outcome(self) -> str:
+        """"succeeded", "failed", "unfinished" (running, or its worker died), or "" before the first run."""
+        return outcome(self.last_run) if self.last_run is not None else ""
+
+
+def outcome(run: JobRun) -> str:
+    """"unfinished" (running, or its worker died), "failed" (any error) or "succeeded"."""
+    if run.finished_at is None:
+        return "unfinished"
+    return "failed" if run.errors else "succeeded"
+
+
+def all_jobs() -> list[Job]:
+    """Every registered job: queue jobs by queue, then periodic jobs by name."""
+    return [*jobs, *periodic_jobs]
+
+
+def find_job(name: str) -> Job:
+    """The job whose dotted path is ``name``; :class:`NotRegistered` when there is none."""
+    for job in all_jobs():
+        if job.name() == name:
+            return job
+    raise NotRegistered(f"No job is named {name!r}.")
+
+
+def permission(job: Job, action: Action) -> str:
+    """The Django permission ``action`` on ``job`` needs: the queue's model's, or the periodic jobs' settings'."""
+    if issubclass(job, QueueJob):
+        meta = job.message_class.queue_model._meta
+        return f"{meta.app_label}.{action}_{meta.model_name}"
+    return f"nexus_queues.{action}_periodicjobsettings"
+
+
+def state_of(job: Job, now: datetime | None = None) -> JobState:
+    """What the jobs page shows of ``job`` (two or three indexed reads)."""
+    now = now or timezone.now()
+    if issubclass(job, QueueJob):
+        message_class = job.message_class
+        schedule = job.timetable()
+        enabled = message_class.queue_settings().processing_enabled()
+        last = message_class.job_runs().order_by("-started_at").first()
+        return JobState(
+            name=job.name(), kind="queue", queue=message_class.queue_name(),
+            category=message_class.queue_options.category, schedule=schedule.describe() if schedule else "Continuously",
+            enabled=enabled, next_run=schedule.following(now) if schedule and enabled else None, last_run=last,
+        )
+    found = _settings(job).first()
+    enabled = found is None or found.enabled
+    last = JobRun.objects.using(job.database).filter(job=job.name(), tick__isnull=False).order_by("-tick").first()
+    return JobState(
+        name=job.name(), kind="periodic", queue="", category=job.category, schedule=job.timetable().describe(),
+        enabled=enabled, next_run=job.timetable().following(now) if enabled else None, last_run=last,
+    )
+
+
+def set_job_enabled(job: Job, enabled: bool) -> None:
+    """Switch ``job`` on or off; workers honour it within a peek delay. Switched on again, a periodic job counts
+    ticks from now: the ones it missed while off are not run."""
+    if issubclass(job, QueueJob):
+        set_processing_enabled(job.message_class, enabled)
+        return
+    now = timezone.now()
+    found = _settings(job).first()
+    if found is None:
+        PeriodicJobSettings.objects.using(job.database).create(job=job.name(), enabled=enabled, ticks_since=now)
+    elif found.enabled != enabled:
+        changes = {"enabled": enabled, **({"ticks_since": now, "run_requested_at": None} if enabled else {})}
+        _settings(job).update(**changes, updated_at=now)
+
+
+def run_now(job: Job) -> None:
+    """Ask the workers to run ``job`` now, whatever its schedule: a periodic job runs once, a queue job drains its
+    queue; :class:`JobSwitchedOff` when it is switched off."""
+    if issubclass(job, QueueJob):
+        if not job.message_class.queue_settings().processing_enabled():
+            raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
+        request_start(job.message_class)
+        return
+    if not state_of(job).enabled:
+        raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
+    now = timezone.now()
+    PeriodicJobSettings.objects.using(job.database).update_or_create(
+        job=job.name(), defaults={"run_requested_at": now},
+        create_defaults={"run_requested_at": now, "ticks_since": now},
+    )
+
+
+def request_start(message_class: type[QueueMessage]) -> None:
+    """Record that the queue's job should drain it now, whatever its schedule (``start_processing``)."""
+    now = timezone.now()
+    message_class.queue_settings().update_or_create(
+        queue=message_class.queue_name(), defaults={"start_requested_at": now},
+        create_defaults={"start_requested_at": now, "default_status": default_status(message_class)},
+    )
+
+
+def is_scheduled(message_class: type[QueueMessage]) -> bool:
+    """Does the queue's job run on a schedule (so that starting it now needs a request stored for the workers)?"""
+    try:
+        return jobs.get(message_class.queue_name()).schedule is not None
+    except NotRegistered:
+        return False
+
+
+def _settings(job: type[PeriodicJob]) -> QuerySet[PeriodicJobSettings]:
+    return PeriodicJobSettings.objects.using(job.database).filter(job=job.name())

@@ -1,0 +1,126 @@
+"""Periodic jobs in the worker: claim a tick by committing its unique run row, then run the job and record how it
+ended; a tick another worker claimed first is skipped."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from ..failures import message_of
+from ..models import JobRun, PeriodicJobSettings
+from ..periodic_jobs import PeriodicJob
+from .logs import correlation_id
+from .runs import worker_name
+from .timetables import PeriodicTimetable
+
+logger = logging.getLogger("nexus_queues.worker")
+
+Submit = Callable[[Callable[[], None]], object]
+"""Runs a callable now or on a pool thread."""
+
+
+class PeriodicRunner:
+    """Offers each due tick and run request of ``job_classes`` to the database, and runs the ones it wins."""
+
+    def __init__(self, job_classes: Sequence[type[PeriodicJob]]) -> None:
+        self.job_classes = list(job_classes)
+        self._timetables: dict[str, PeriodicTimetable] = {}
+        self._settings: dict[str, PeriodicJobSettings] = {}
+
+    def read_settings(self, now: datetime) -> None:
+        """Read each job's switch and run request; on the first read, create missing rows and start the timetables
+        after the last tick any worker claimed (or, for a job that does not catch up, at ``now``)."""
+        for alias, group in _by_database(self.job_classes).items():
+            names = [job.name() for job in group]
+            if not self._timetables.keys() >= set(names):
+                _start(self, alias, group, now)
+            for found in PeriodicJobSettings.objects.using(alias).filter(job__in=names):
+                self._settings[found.job] = found
+                self._timetables[found.job].tick_handled(found.ticks_since)
+
+    def timetables(self) -> list[PeriodicTimetable]:
+        """The timetables started so far (by :meth:`read_settings`)."""
+        return list(self._timetables.values())
+
+    def step(self, now: datetime, submit: Submit) -> None:
+        """Claim what is due of each job and hand each claimed run to ``submit``."""
+        for job in self.job_classes:
+            timetable, found = self._timetables[job.name()], self._settings[job.name()]
+            tick = timetable.due_tick(now)
+            if tick is not None:
+                self._offer(job, tick, found.enabled, now, submit)
+                timetable.tick_handled(tick)
+            request = timetable.due_request(found.run_requested_at)
+            if request is not None:
+                self._offer(job, request, found.enabled, now, submit)
+                timetable.request_handled(request)
+
+    def _offer(self, job: type[PeriodicJob], tick: datetime, enabled: bool, now: datetime, submit: Submit) -> None:
+        if not enabled:
+            logger.info("Periodic job %s is switched off: tick %s skipped.", job.name(), tick.isoformat(),
+                        extra={"action": "periodic_skipped"})
+            return
+        run = claim(job, tick, now)
+        if run is not None:
+            submit(lambda: run_claimed(job, run))
+
+
+def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]], now: datetime) -> None:
+    names = [job.name() for job in group]
+    PeriodicJobSettings.objects.using(alias).bulk_create(
+        [PeriodicJobSettings(job=name, ticks_since=now) for name in names], ignore_conflicts=True
+    )
+    claimed = dict(
+        JobRun.objects.using(alias).filter(job__in=names, tick__isnull=False).values("job").order_by()
+        .annotate(last=Max("tick")).values_list("job", "last")
+    )
+    for job in group:
+        since = claimed.get(job.name()) or now
+        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since if job.catch_up else now)
+
+
+def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:
+    groups: dict[str, list[type[PeriodicJob]]] = {}
+    for job in job_classes:
+        groups.setdefault(job.database, []).append(job)
+    return groups
+
+
+def claim(job: type[PeriodicJob], tick: datetime, now: datetime) -> JobRun | None:
+    """Commit the run row of ``job`` at ``tick``; None when another worker committed it first."""
+    run = JobRun(job=job.name(), correlation_id=uuid.uuid4().hex, worker=worker_name(), started_at=now, tick=tick)
+    try:
+        with transaction.atomic(using=job.database):
+            run.save(using=job.database, force_insert=True)
+    except IntegrityError:
+        return None
+    return run
+
+
+def run_claimed(job: type[PeriodicJob], run: JobRun) -> None:
+    """Run the job under the run's correlation id and record its end: succeeded, or failed with the traceback."""
+    token = correlation_id.set(run.correlation_id)
+    try:
+        logger.info("%s started (tick %s).", job.name(), run.tick.isoformat() if run.tick else "-",
+                    extra={"action": "periodic_started"})
+        try:
+            job().run()
+        except Exception as exc:
+            run.errors, run.error = 1, "".join(traceback.format_exception(exc))
+            logger.warning("%s failed: %s", job.name(), message_of(exc), exc_info=exc,
+                           extra={"action": "periodic_failed"})
+        else:
+            run.processed = 1
+        run.finished_at = timezone.now()
+        run.save(using=job.database, update_fields=["processed", "errors", "error", "finished_at"])
+        logger.info("%s finished in %.3f s.", job.name(), (run.finished_at - run.started_at).total_seconds(),
+                    extra={"action": "periodic_finished"})
+    finally:
+        correlation_id.reset(token)
