@@ -17,9 +17,10 @@ from django.utils import timezone
 from ..conf import settings
 from ..failures import message_of
 from ..jobs import QueueJob, jobs
-from ..models import JobRun, QueueSettings
+from ..models import QueueSettings
 from ..periodic_jobs import PeriodicJob, periodic_jobs
 from ..registry import registry
+from ..schedules import EPOCH
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
@@ -212,14 +213,13 @@ class Worker:
         return enabled
 
     def _start_timetables(self, now: datetime) -> None:
-        """A timetable per scheduled job, counting from the queue's last run (a worker that was down across a tick
-        drains once when it comes back)."""
+        """A timetable per scheduled job, counting from the queue's last run: a worker that was down across a tick,
+        or a start request, drains once when it comes back (as does the first worker of a queue never run)."""
         for job in self.job_classes:
             schedule, queue = job.timetable(), job.message_class.queue_name()
             if schedule is not None and queue not in self._timetables:
-                runs = JobRun.objects.using(job.message_class.queue_options.database).filter(queue=queue)
-                last_run = runs.aggregate(last=Max("started_at"))["last"]
-                self._timetables[queue] = QueueTimetable(schedule, last_run or now)
+                last_run = job.message_class.job_runs().aggregate(last=Max("started_at"))["last"]
+                self._timetables[queue] = QueueTimetable(schedule, last_run or EPOCH)
 
     def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
         """:meth:`_drain` unless the queue is backing off after a failure; True if any were leased."""

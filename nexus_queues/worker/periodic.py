@@ -52,14 +52,15 @@ class PeriodicRunner:
     def step(self, now: datetime, submit: Submit) -> None:
         """Claim what is due of each job and hand each claimed run to ``submit``."""
         for job in self.job_classes:
-            timetable, found = self._timetables[job.name()], self._settings[job.name()]
+            timetable, found = self._timetables[job.name()], self._settings.get(job.name())
+            enabled = found is None or found.enabled  # an operator may have deleted the row: on, as at first
             tick = timetable.due_tick(now)
             if tick is not None:
-                self._offer(job, tick, found.enabled, now, submit)
+                self._offer(job, tick, enabled, now, submit)
                 timetable.tick_handled(tick)
-            request = timetable.due_request(found.run_requested_at)
+            request = timetable.due_request(found.run_requested_at if found else None)
             if request is not None:
-                self._offer(job, request, found.enabled, now, submit)
+                self._offer(job, request, enabled, now, submit)
                 timetable.request_handled(request)
 
     def _offer(self, job: type[PeriodicJob], tick: datetime, enabled: bool, now: datetime, submit: Submit) -> None:

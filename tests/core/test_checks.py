@@ -54,3 +54,19 @@ def test_partial_index__limited_where_the_engine_can():
     sql = str(due.create_sql(Greeting.queue_model, connection.schema_editor()))
     assert ("WHERE" in sql) is connection.features.supports_partial_indexes
     assert "process_at" in sql
+
+
+def test_check_job_schedules__names_the_job_with_a_bad_schedule():
+    """A job whose schedule is not one fails the system checks with E001 naming it, at start-up."""
+    from nexus_queues.checks import check_job_schedules
+    from nexus_queues.periodic_jobs import PeriodicJob, periodic_jobs
+
+    class Garbled(PeriodicJob):
+        schedule = "every tuesday"
+
+    try:
+        [error] = check_job_schedules()
+        assert error.id == "nexus_queues.E001" and Garbled.name() in error.msg and "'every tuesday'" in error.msg
+    finally:
+        periodic_jobs._jobs.pop(Garbled.name())
+    assert check_job_schedules() == []

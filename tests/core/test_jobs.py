@@ -36,7 +36,8 @@ def test_jobs__autodiscovered_from_each_apps_jobs_module():
 
 def test_jobs__unknown_queue_names_those_with_jobs():
     """Asking for a queue without a job says which queues have one."""
-    with pytest.raises(NotRegistered, match="No job processes queue 'audits'. Queues with jobs: digests, greetings, inventory"):
+    queues = "digests, greetings, inventory"
+    with pytest.raises(NotRegistered, match=f"No job processes queue 'audits'. Queues with jobs: {queues}"):
         jobs.get("audits")
 
 

@@ -16,9 +16,9 @@ from nexus_queues.worker.loop import Worker
 from tests.commands import reports
 from tests.damage import UNREADABLE_PAST, table_missing, unreadable, write_raw
 from tests.factories import LeasedFactory
-from tests.testapp.jobs import GreetingJob, InventoryJob, PingJob, ProductJob
+from tests.testapp.jobs import DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob
 from tests.testapp.more_queues import Ping
-from tests.testapp.queues import Greeting, Inventory, Product
+from tests.testapp.queues import Digest, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,3 +253,33 @@ def test_worker__retries_then_error(reported):
     assert (item.status, item.attempts) == (Status.ERROR, 3)
     assert "ping -1 failed" in item.error_message
     assert [words[0] for words in reports(reported)] == ["ping-failed"] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__scheduled_job_leases_only_when_due_or_asked_to_start(reported):
+    """A scheduled job never run drains once when its first worker starts; then it leaves Pending messages alone
+    until its next tick, or until start_processing asks for a drain now."""
+    enqueue(Digest(text="before"))
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    enqueue(Digest(text="between"))
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    assert [words[1] for words in reports(reported)] == ["before"]
+    assert Digest.queue_items().get().status == Status.PENDING
+    enqueue(Digest(text="now"), start_processing=True)
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    assert [words[1] for words in reports(reported)] == ["before", "between", "now"]
+    assert not Digest.queue_items().exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__switched_off_scheduled_job_is_not_started(reported):
+    """start_processing does not start a job an operator switched off; switched on, the request stands."""
+    enqueue(Digest(text="first"))
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()  # its first drain: a recorded run
+    set_processing_enabled(Digest, False)
+    enqueue(Digest(text="held"), start_processing=True)
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    assert Digest.queue_items().get().status == Status.PENDING and len(reports(reported)) == 1
+    set_processing_enabled(Digest, True)
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    assert [words[1] for words in reports(reported)] == ["first", "held"]
