@@ -23,9 +23,11 @@ from django.test import override_settings
 from django.utils.module_loading import import_string
 
 import tests.testapp
+import tests.testapp.jobs
 import tests.testapp.queues
 from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.jobs import jobs
+from nexus_queues.periodic_jobs import periodic_jobs
 from nexus_queues.registry import registry
 from tests.docs.pages import Snippet, snippets
 
@@ -69,10 +71,13 @@ def test_snippet__queue_classes_are_the_test_apps(snippet: Snippet) -> None:
 
 @pytest.fixture
 def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """A namespace where ``shop`` is the test app; queues, jobs and receivers a block adds are forgotten."""
+    """A namespace where ``shop`` is the test app; queues, jobs, periodic jobs and receivers a block adds are
+    forgotten."""
     monkeypatch.setitem(sys.modules, "shop", tests.testapp)
     monkeypatch.setitem(sys.modules, "shop.queues", tests.testapp.queues)
+    monkeypatch.setitem(sys.modules, "shop.jobs", tests.testapp.jobs)
     monkeypatch.setattr(jobs, "_jobs", {})
+    monkeypatch.setattr(periodic_jobs, "_jobs", dict(periodic_jobs._jobs))
     monkeypatch.setattr(registry, "_queues", dict(registry._queues))
     for signal in _signals():
         monkeypatch.setattr(signal, "receivers", list(signal.receivers))
