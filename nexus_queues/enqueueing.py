@@ -76,12 +76,12 @@ def enqueue(
             result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
             return _with_ids(message_class, result) if return_ids else result
 
+    _start(message_class, start_processing)
     if message_class.has_identity:
         result = retried(backend.alias, store)
     else:
         row_id = backend.insert_one(model, row, notify=notify)
         result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
-    _start(message_class, start_processing)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
@@ -127,14 +127,15 @@ def enqueue_many(
             result = _upsert_many(backend, message_class, messages, placed, notify)
             return _with_ids(message_class, result) if return_ids else result
 
-    result = retried(backend.alias, store)
     _start(message_class, start_processing)
+    result = retried(backend.alias, store)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
 
 
 def _start(message_class: type[QueueMessage], start_processing: bool) -> None:
-    """A scheduled job's start request, stored for the workers; a job without a schedule is woken by the notify."""
+    """A scheduled job's start request, stored for the workers before the message, so that the message's wake-up
+    finds it; a job without a schedule is woken by the notify alone."""
     if start_processing and is_scheduled(message_class):
         request_start(message_class)
 

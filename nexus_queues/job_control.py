@@ -133,10 +133,11 @@ def run_now(job: Job) -> None:
 def request_start(message_class: type[QueueMessage]) -> None:
     """Record that the queue's job should drain it now, whatever its schedule (``start_processing``)."""
     now = timezone.now()
-    message_class.queue_settings().update_or_create(
-        queue=message_class.queue_name(), defaults={"start_requested_at": now},
-        create_defaults={"start_requested_at": now, "default_status": default_status(message_class)},
-    )
+    if not message_class.queue_settings().update(start_requested_at=now, updated_at=now):  # one UPDATE once it exists
+        message_class.queue_settings().update_or_create(
+            queue=message_class.queue_name(), defaults={"start_requested_at": now},
+            create_defaults={"start_requested_at": now, "default_status": default_status(message_class)},
+        )
 
 
 def is_scheduled(message_class: type[QueueMessage]) -> bool:

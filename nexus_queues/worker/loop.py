@@ -164,7 +164,7 @@ class Worker:
         """:meth:`_drain_queue`; a scheduled job's drain ends when it leases nothing."""
         worked = self._drain_queue(job, pool)
         timetable = self._timetables.get(job.message_class.queue_name())
-        if timetable is not None and not worked:
+        if timetable is not None and not worked and not self._breaker(job).failures:  # a failing drain goes on
             timetable.ran_dry()
         return worked
 
@@ -191,9 +191,9 @@ class Worker:
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again (with the start requests and the periodic jobs' settings) at
-        most once per peek delay, or at once after a wake-up."""
+        most once per peek delay, or at once when a scheduled queue is woken (its start request is read then)."""
         read_at, enabled = self._enabled
-        if self.clock() - read_at < self.peek_delay.total_seconds() and not self._woken:
+        if self.clock() - read_at < self.peek_delay.total_seconds() and not self._woken & self._timetables.keys():
             return enabled
         names = {j.message_class.queue_name() for j in self.job_classes}
         off: set[str] = set()
