@@ -1,11 +1,12 @@
-"""The demo shop's queue jobs: ``python manage.py nexus_worker`` runs them."""
+"""The demo shop's queue jobs and a periodic job: ``python manage.py nexus_worker`` runs them."""
 
 import logging
 from datetime import datetime
 
 from django.utils import timezone
 
-from nexus_queues import QueueJob, previous_message
+from nexus_queues import QueueJob, periodic, previous_message
+from nexus_queues.counting import count_up_to
 
 from .prices import next_price_start, prices_at
 from .queues import ProductUpdated, SendOrderConfirmation
@@ -34,6 +35,14 @@ class ProductUpdatedJob(QueueJob):
         change = f"was {_described(before, now)}" if isinstance(before, ProductUpdated) else "new"
         logger.info("Product %s is %s (%s).", message.sku, _described(message, now), change)
         return next_price_start(message.prices, now)
+
+
+@periodic("*/5 * * * *", category="Shop")
+def log_backlog() -> None:
+    """Every five minutes, logs how many messages wait in each of the shop's queues (counted up to 10,000)."""
+    for message_class in (SendOrderConfirmation, ProductUpdated):
+        waiting = count_up_to(message_class.queue_items().pending(), 10_000)
+        logger.info("%s: %s Pending.", message_class.queue_name(), waiting)
 
 
 def _described(product: ProductUpdated, moment: datetime) -> str:

@@ -53,3 +53,28 @@ def test_product_updated_job__runs_again_when_the_next_price_starts(demo_python)
         "row LATER Sleeping 2090-01-01T00:00:00+00:00",
         "row NOW Processed -",
     ]
+
+
+BACKLOG = """
+import logging, sys
+from django.core.management import call_command
+from nexus_queues import enqueue_many
+from nexus_queues.periodic_jobs import periodic_jobs
+from demo_project.shop.jobs import log_backlog
+from demo_project.shop.queues import SendOrderConfirmation
+
+logging.getLogger("demo_project.shop.jobs").setLevel(logging.INFO)
+logging.getLogger("demo_project.shop.jobs").addHandler(logging.StreamHandler(sys.stdout))
+call_command("migrate", verbosity=0)
+enqueue_many([SendOrderConfirmation(order_id=str(n), email="ada@example.com") for n in range(3)])
+periodic_jobs.get("demo_project.shop.jobs.log_backlog")().run()
+print(periodic_jobs.get("demo_project.shop.jobs.log_backlog").timetable().describe())
+"""
+
+
+def test_log_backlog__a_periodic_job_of_the_demo(demo_python):
+    """The demo's periodic job is registered under its dotted path and logs each queue's Pending count."""
+    lines = demo_python(BACKLOG).stdout.splitlines()
+    assert lines == [
+        "send_order_confirmation: 3 Pending.", "product_updates: 0 Pending.", "Every fifth minute of every hour (UTC)",
+    ]
