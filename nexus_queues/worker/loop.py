@@ -169,8 +169,10 @@ class Worker:
         return worked
 
     def _next_tick(self) -> datetime:
+        """The next tick still to come (a switched-off queue's passed tick waits for it to be switched on)."""
+        now = timezone.now()
         ticks = [t.next_tick for t in self._timetables.values()] + [t.next_tick for t in self.periodic.timetables()]
-        return min(ticks, default=timezone.now() + self.peek_delay)
+        return min((tick for tick in ticks if tick > now), default=now + self.peek_delay)
 
     def _housekeeping(self) -> None:
         """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
@@ -206,18 +208,19 @@ class Worker:
                     off.add(queue)
                 if requested_at is not None:
                     self._start_requests[queue] = requested_at
-        self._start_timetables(now)
+        self._start_timetables()
         self.periodic.read_settings(now)
         enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
         self._enabled = (self.clock(), enabled)
         return enabled
 
-    def _start_timetables(self, now: datetime) -> None:
+    def _start_timetables(self) -> None:
         """A timetable per scheduled job, counting from the queue's last run: a worker that was down across a tick,
         or a start request, drains once when it comes back (as does the first worker of a queue never run)."""
         for job in self.job_classes:
-            schedule, queue = job.timetable(), job.message_class.queue_name()
-            if schedule is not None and queue not in self._timetables:
+            queue = job.message_class.queue_name()
+            schedule = job.timetable() if queue not in self._timetables else None
+            if schedule is not None:
                 last_run = job.message_class.job_runs().aggregate(last=Max("started_at"))["last"]
                 self._timetables[queue] = QueueTimetable(schedule, last_run or EPOCH)
 

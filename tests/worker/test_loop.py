@@ -283,3 +283,14 @@ def test_worker__switched_off_scheduled_job_is_not_started(reported):
     set_processing_enabled(Digest, True)
     Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
     assert [words[1] for words in reports(reported)] == ["first", "held"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__switched_off_scheduled_job_with_a_passed_tick_does_not_spin():
+    """A switched-off queue's passed tick does not make an idle worker sweep without sleeping."""
+    set_processing_enabled(Digest, False)  # never run: its first tick (from 1970) has passed
+    worker = Worker(job_classes=[DigestJob], periodic_job_classes=[], listen=False)
+    try:
+        assert worker.sweep() == pytest.approx(worker.peek_delay.total_seconds(), abs=0.5)
+    finally:
+        worker.wakeups.close()
