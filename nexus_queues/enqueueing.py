@@ -134,8 +134,9 @@ def enqueue_many(
 
 
 def _start(message_class: type[QueueMessage], start_processing: bool) -> None:
-    """A scheduled job's start request, stored for the workers; a job without a schedule is woken by the notify."""
-    if start_processing and is_scheduled(message_class):
+    """A scheduled job's start request, stored for the workers unless the job is switched off (or the request would
+    start it when switched on); a job without a schedule is woken by the notify."""
+    if start_processing and is_scheduled(message_class) and message_class.queue_settings().processing_enabled():
         request_start(message_class)
 
 
