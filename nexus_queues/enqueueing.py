@@ -135,7 +135,7 @@ def enqueue_many(
 
 def _start(message_class: type[QueueMessage], start_processing: bool) -> None:
     """A scheduled job's start request, stored for the workers before the message, so that the message's wake-up
-    finds it; a job without a schedule is woken by the notify alone."""
+    finds it (none for a switched-off job); a job without a schedule is woken by the notify alone."""
     if start_processing and is_scheduled(message_class):
         request_start(message_class)
 

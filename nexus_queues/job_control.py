@@ -131,13 +131,16 @@ def run_now(job: Job) -> None:
 
 
 def request_start(message_class: type[QueueMessage]) -> None:
-    """Record that the queue's job should drain it now, whatever its schedule (``start_processing``)."""
+    """Record that the queue's job should drain it now, whatever its schedule (``start_processing``); nothing for a
+    switched-off queue, which the request would start as soon as it is switched on."""
     now = timezone.now()
-    if not message_class.queue_settings().update(start_requested_at=now, updated_at=now):  # one UPDATE once it exists
-        message_class.queue_settings().update_or_create(
-            queue=message_class.queue_name(), defaults={"start_requested_at": now},
-            create_defaults={"start_requested_at": now, "default_status": default_status(message_class)},
-        )
+    rows = message_class.queue_settings()
+    if rows.filter(processing_enabled=True).update(start_requested_at=now, updated_at=now):  # one UPDATE, usually
+        return
+    rows.get_or_create(  # a queue without a settings row is on; a switched-off one keeps its row as it is
+        queue=message_class.queue_name(),
+        defaults={"start_requested_at": now, "default_status": default_status(message_class)},
+    )
 
 
 def is_scheduled(message_class: type[QueueMessage]) -> bool:

@@ -104,13 +104,14 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
 
 
 def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
-    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay."""
+    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay. Switching
+    it off forgets a start request still standing, so that switching it on does not start it at once."""
     message_class = registry.resolve(queue)
+    changes = {"processing_enabled": bool(enabled), **({} if enabled else {"start_requested_at": None})}
     # A new settings row must keep the queue's current default status, not the column's "Pending".
     message_class.queue_settings().update_or_create(
-        queue=message_class.queue_name(),
-        defaults={"processing_enabled": bool(enabled)},
-        create_defaults={"processing_enabled": bool(enabled), "default_status": default_status(message_class)},
+        queue=message_class.queue_name(), defaults=changes,
+        create_defaults={**changes, "default_status": default_status(message_class)},
     )
 
 

@@ -10,27 +10,31 @@ from typing import Any
 from ninja import NinjaAPI
 from ninja.errors import ValidationError, ValidationErrorContext
 
+from ..job_control import all_jobs
 from ..registry import registry
 from . import errors
 from .auth import AUTH
 from .bodies import JsonParser
+from .jobs import router as jobs_router
 from .messages import router as messages_router
 from .queues import router as queues_router
 
 
 class QueuesAPI(NinjaAPI):
-    """ninja's API whose OpenAPI description also holds every queue's message schema."""
+    """ninja's API whose OpenAPI description also holds every queue's message schema, and the queue and job names."""
 
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
-        """ninja's description plus the queue names and their message schemas (the body of ``POST /queues/{name}``)."""
+        """ninja's description plus the queue and job names and the queues' message schemas (the body of
+        ``POST /queues/{name}``)."""
         schema = super().get_openapi_schema(*args, **kwargs)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         bodies = [_message_schema(cls, components) for cls in registry]
-        names = [cls.queue_name() for cls in registry]
+        names = {"queues": [cls.queue_name() for cls in registry], "jobs": [job.name() for job in all_jobs()]}
         for operation in (op for path in schema["paths"].values() for op in path.values()):
+            known = names["jobs" if operation.get("tags") == ["jobs"] else "queues"]
             for parameter in operation.get("parameters", []):
-                if parameter["in"] == "path" and parameter["name"] == "name" and names:
-                    parameter["schema"]["enum"] = names
+                if parameter["in"] == "path" and parameter["name"] == "name" and known:
+                    parameter["schema"]["enum"] = known
             if operation.get("operationId") == "enqueue" and bodies:
                 one_or_many = [{"oneOf": [body, {"type": "array", "items": body}]} for body in bodies]
                 operation["requestBody"]["content"]["application/json"]["schema"] = {"anyOf": one_or_many}
@@ -64,8 +68,9 @@ def _message_schema(message_class: Any, components: dict[str, Any]) -> dict[str,
 
 api = QueuesAPI(
     title="nexus_queues", version="1", urls_namespace="nexus_queues", auth=AUTH, parser=JsonParser(),
-    description="Enqueue, inspect and steer the messages of SQL-table queues.",
+    description="Enqueue, inspect and steer the messages of SQL-table queues, and the jobs that process them.",
 )
 errors.install(api)
 api.add_router("", queues_router)
 api.add_router("", messages_router)
+api.add_router("", jobs_router)

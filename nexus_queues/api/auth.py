@@ -10,6 +10,7 @@ from ninja.errors import HttpError
 from ninja.security import HttpBasicAuth
 from ninja.security import SessionAuth as NinjaSessionAuth
 
+from .. import job_control
 from ..exceptions import NotRegistered
 from ..messages import QueueMessage
 from ..registry import registry
@@ -61,3 +62,14 @@ def queue_for(request: HttpRequest, name: str, action: Action) -> type[QueueMess
     if not can(request.auth, action, message_class):  # type: ignore[attr-defined]
         raise HttpError(403, f"You do not have permission to {action} queue {name!r}.")
     return message_class
+
+
+def job_for(request: HttpRequest, name: str, action: job_control.Action) -> job_control.Job:
+    """The job named ``name`` (its dotted path); 404 when unknown, 403 without the permission for ``action``."""
+    try:
+        job = job_control.find_job(name)
+    except NotRegistered:
+        raise HttpError(404, f"No job named {name!r}.") from None
+    if not request.auth.has_perm(job_control.permission(job, action)):  # type: ignore[attr-defined]
+        raise HttpError(403, f"You do not have permission to {action} job {name!r}.")
+    return job

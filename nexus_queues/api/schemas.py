@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.utils import timezone
 from ninja import Schema
@@ -200,3 +200,35 @@ class QueueSettingsChange(_Input):
     @classmethod
     def _settable(cls, value: str | None) -> str | None:
         return None if value is None else validate_settable_status(value)
+
+
+class JobRun(Schema):
+    """One run of a job; its correlation id finds its lines in the worker's logs."""
+
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: Literal["succeeded", "failed", "unfinished"] = Field(
+        description="unfinished: still running, or its worker died."
+    )
+    correlation_id: str
+
+
+class Job(Schema):
+    """A job, queue or periodic: its schedule in words, whether it is on, its next and last run."""
+
+    name: str = Field(description="The job's dotted path.")
+    kind: Literal["queue", "periodic"]
+    queue: str | None = Field(description="The queue it processes (null for a periodic job).")
+    category: str
+    schedule: str = Field(description='In words: "Every 5 minutes", "At 03:00 every day (Europe/Stockholm)", '
+                                      '"Continuously".')
+    enabled: bool
+    next_run: datetime | None = Field(description="The next tick (null for a continuous or switched-off job).")
+    last_run: JobRun | None
+    last_outcome: Literal["succeeded", "failed", "unfinished", ""] = Field(description="Empty before the first run.")
+
+
+class JobChange(_Input):
+    """Switch the job on or off."""
+
+    enabled: bool

@@ -199,6 +199,7 @@ class Worker:
             return enabled
         names = {j.message_class.queue_name() for j in self.job_classes}
         off: set[str] = set()
+        self._start_requests = {}  # a request an operator's switch-off cleared is gone
         for alias in {j.message_class.queue_options.database for j in self.job_classes}:
             rows = QueueSettings.objects.using(alias).filter(
                 Q(processing_enabled=False) | Q(start_requested_at__isnull=False), queue__in=names

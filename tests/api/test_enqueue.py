@@ -5,9 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from nexus_queues import Status
+from nexus_queues import Status, set_processing_enabled
+from nexus_queues.models import QueueSettings
 from tests.api_client import stored
-from tests.testapp.queues import Audit, Greeting, Inventory, Product
+from tests.testapp.queues import Audit, Digest, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +143,30 @@ def test_enqueue__conflicting_schedule_is_422(admin, query, words):
     response = admin.post("queues/greetings", {"name": "x"}, query)
     assert response.status_code == 422 and words in response.json()["detail"][0]["msg"]
     assert stored(Greeting) == []
+
+
+@pytest.mark.parametrize("body", [{"text": "a"}, [{"text": "a"}, {"text": "b"}]])
+def test_enqueue__start_processing_requests_a_scheduled_start(admin, body):
+    """start_processing on a scheduled job's queue (one message or a batch) stores a start request for the workers."""
+    before = timezone.now()
+    assert admin.post("queues/digests", body, "?start_processing=true").status_code == 201
+    assert before <= QueueSettings.objects.get(queue="digests").start_requested_at <= timezone.now()
+
+
+@pytest.mark.parametrize(("queue", "body", "query"), [
+    ("digests", {"text": "a"}, ""), ("digests", {"text": "a"}, "?start_processing=false"),
+    ("greetings", {"name": "a"}, "?start_processing=true"),
+])
+def test_enqueue__no_start_request_unless_asked_for_a_scheduled_job(admin, queue, body, query):
+    """Without start_processing nothing is requested; a continuous job is woken by the notify, not a request."""
+    assert admin.post(f"queues/{queue}", body, query).status_code == 201
+    assert not QueueSettings.objects.filter(start_requested_at__isnull=False).exists()
+
+
+def test_enqueue__start_processing_of_a_switched_off_job_requests_nothing(admin):
+    """A switched-off job is not started: the messages are stored, no start request is (none fires when it is
+    switched on later)."""
+    set_processing_enabled(Digest, False)
+    assert admin.post("queues/digests", {"text": "a"}, "?start_processing=true").status_code == 201
+    assert len(stored(Digest)) == 1
+    assert QueueSettings.objects.get(queue="digests").start_requested_at is None

@@ -273,7 +273,7 @@ def test_worker__scheduled_job_leases_only_when_due_or_asked_to_start(reported):
 
 @pytest.mark.django_db(transaction=True)
 def test_worker__switched_off_scheduled_job_is_not_started(reported):
-    """start_processing does not start a job an operator switched off; switched on, the request stands."""
+    """start_processing does not start a job an operator switched off, nor when it is switched on again."""
     enqueue(Digest(text="first"))
     Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()  # its first drain: a recorded run
     set_processing_enabled(Digest, False)
@@ -282,7 +282,19 @@ def test_worker__switched_off_scheduled_job_is_not_started(reported):
     assert Digest.queue_items().get().status == Status.PENDING and len(reports(reported)) == 1
     set_processing_enabled(Digest, True)
     Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
-    assert [words[1] for words in reports(reported)] == ["first", "held"]
+    assert Digest.queue_items().get().status == Status.PENDING and len(reports(reported)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__switching_off_forgets_a_standing_start_request(reported):
+    """A start request made before the job was switched off does not start it when it is switched on."""
+    enqueue(Digest(text="first"))
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    enqueue(Digest(text="asked"), start_processing=True)
+    set_processing_enabled(Digest, False)
+    set_processing_enabled(Digest, True)
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True).run()
+    assert [words[1] for words in reports(reported)] == ["first"]
 
 
 @pytest.mark.django_db(transaction=True)
