@@ -34,9 +34,10 @@ def test_job_run_admin__periodic_run_shows_tick_outcome_and_traceback(admin_clie
 
 
 def test_job_run_admin__list_shows_outcome_and_short_job(admin_client: Client) -> None:
-    """The run list shows each run's outcome and its job's short name, the dotted path as title."""
+    """The run list shows each run's start to the second (its correlation id as title), outcome, and its job's short
+    name (the dotted path as title)."""
     periodic_run(finished_at=STARTED + timedelta(seconds=3))
     html = admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
     assert '<span class="nexus-outcome nexus-outcome-succeeded">succeeded</span>' in html
     assert f'<span title="{HEARTBEAT}">Heartbeat</span>' in html
-    assert "2026-03-01 12:34:56</a></th>" in html
+    assert '<span title="correlation id cid-heartbeat">2026-03-01 12:34:56</span></a></th>' in html
