@@ -1,4 +1,4 @@
-"""The queue admin and job runs end to end in headless Chromium (Debian's), driven by Playwright, against a
+"""The queue admin and the jobs page end to end in headless Chromium (Debian's), driven by Playwright, against a
 live server.
 
 Screenshots land in ``test-artifacts/``.
@@ -19,7 +19,7 @@ from django.db import connections
 from django.utils import timezone
 
 from nexus_queues import enqueue_many
-from nexus_queues.models import JobRun
+from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.testapp.queues import Greeting
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
@@ -129,6 +129,20 @@ def test_browser__enqueue_from_prefilled_form(page: object) -> None:
     assert "Message enqueued." in page.inner_text(".messagelist")
     screenshot(page, "enqueued")
     assert Greeting.queue_model.objects.get().message.name == "from the browser"
+
+
+def test_browser__jobs_page_run_now(page: object) -> None:
+    """From the index's Jobs link, "Run now" on Heartbeat confirms the request and stores it for the workers."""
+    page.goto("/admin/")
+    page.click("#nexus_queues-jobs a")
+    page.wait_for_selector("#content-main .nexus-jobs")
+    heartbeat = page.locator("tr[id='job-tests.testapp.jobs.Heartbeat']")
+    assert heartbeat.locator(".nexus-job-schedule").inner_text() == "At 04:00 on February 29 (UTC)"
+    heartbeat.locator("button[value=run_now]").click()
+    page.wait_for_selector(".messagelist")
+    assert page.inner_text(".messagelist") == "Heartbeat will run within a second on a worker."
+    screenshot(page, "jobs_run_now")
+    assert PeriodicJobSettings.objects.get(job="tests.testapp.jobs.Heartbeat").run_requested_at is not None
 
 
 def test_browser__job_runs_fit_1400_px(page: object) -> None:
