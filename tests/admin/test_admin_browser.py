@@ -132,17 +132,27 @@ def test_browser__enqueue_from_prefilled_form(page: object) -> None:
 
 
 def test_browser__jobs_page_run_now(page: object) -> None:
-    """From the index's Jobs link, "Run now" on Heartbeat confirms the request and stores it for the workers."""
+    """From the index's Jobs link, "Run now" on Heartbeat confirms the request and stores it for the workers; its
+    failed last run links to the run's page with the traceback."""
+    started = timezone.now() - timedelta(minutes=5)
+    JobRun.objects.create(job="tests.testapp.jobs.Heartbeat", correlation_id=uuid.uuid4().hex, worker="w:1",
+                          started_at=started, tick=started, finished_at=started, errors=1,
+                          error="Traceback (most recent call last):\nRuntimeError: the heartbeat failed on purpose")
     page.goto("/admin/")
     page.click("#nexus_queues-jobs a")
     page.wait_for_selector("#content-main .nexus-jobs")
     heartbeat = page.locator("tr[id='job-tests.testapp.jobs.Heartbeat']")
     assert heartbeat.locator(".nexus-job-schedule").inner_text() == "At 04:00 on February 29 (UTC)"
+    assert heartbeat.locator(".nexus-outcome-failed").inner_text() == "failed"
     heartbeat.locator("button[value=run_now]").click()
     page.wait_for_selector(".messagelist")
     assert page.inner_text(".messagelist") == "Heartbeat will run within a second on a worker."
     screenshot(page, "jobs_run_now")
     assert PeriodicJobSettings.objects.get(job="tests.testapp.jobs.Heartbeat").run_requested_at is not None
+    page.locator("tr[id='job-tests.testapp.jobs.Heartbeat'] .nexus-job-last a").click()
+    page.wait_for_selector("pre.nexus-traceback")
+    assert "RuntimeError: the heartbeat failed on purpose" in page.inner_text("pre.nexus-traceback")
+    screenshot(page, "job_run_failed")
 
 
 def test_browser__job_runs_fit_1400_px(page: object) -> None:
