@@ -26,6 +26,7 @@ from .changelist import QueueChangeList
 from .examples import example_message
 from .filters import HasErrorFilter, StatusFilter
 from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm, RowMoved, version_lookups
+from .jobs import jobs_page_of
 from .overview import queue_overview
 
 STATUS_COLOURS = {
@@ -202,9 +203,14 @@ class QueueItemAdmin(admin.ModelAdmin):
                 initial={"default_status": overview.default_status, "processing_enabled": overview.processing_enabled}
             ),
             "can_change_queue": self.has_change_permission(request),
+            "queue_job": self._job_link(),
             **(extra_context or {}),
         }
         return super().changelist_view(request, context)
+
+    def _job_link(self) -> str:
+        page = jobs_page_of(self.admin_site)
+        return page.queue_job_link(self.model.message_class) if page else ""
 
     def get_urls(self) -> list[Any]:
         opts = self.model._meta

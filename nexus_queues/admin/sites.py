@@ -11,6 +11,8 @@ from django.http import HttpRequest
 from ..registry import registry
 
 QUEUES_APP_LABEL = "nexus_queues"
+QUEUES_SECTION = "Queues"
+"""The index section of this app (its verbose name), where queues without a category join job runs and jobs."""
 
 
 def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -26,7 +28,7 @@ def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, A
         if others:
             grouped.append({**app, "models": others})
     for name, entries in sections.items():
-        queues_app = next((a for a in grouped if a["app_label"] == QUEUES_APP_LABEL and name == "Queues"), None)
+        queues_app = next((a for a in grouped if a["app_label"] == QUEUES_APP_LABEL and name == QUEUES_SECTION), None)
         if queues_app:
             queues_app["models"] = sorted([*queues_app["models"], *entries], key=lambda e: e["name"].lower())
             continue
@@ -35,6 +37,18 @@ def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, A
             "has_module_perms": True, "models": sorted(entries, key=lambda e: e["name"].lower()),
         })
     return sorted(grouped, key=lambda app: app["name"].lower())
+
+
+def add_to_queues_app(app_list: list[dict[str, Any]], entry: dict[str, Any], app_url: str) -> list[dict[str, Any]]:
+    """``entry`` added to the Queues section, which is made (linking to ``app_url``) when the user sees no other
+    line of it."""
+    for app in app_list:
+        if app["app_label"] == QUEUES_APP_LABEL and app["name"] == QUEUES_SECTION:
+            app["models"] = sorted([*app["models"], entry], key=lambda e: e["name"].lower())
+            return app_list
+    section = {"name": QUEUES_SECTION, "app_label": QUEUES_APP_LABEL, "app_url": app_url, "has_module_perms": True,
+               "models": [entry]}
+    return sorted([*app_list, section], key=lambda app: app["name"].lower())
 
 
 def group_index_by_category(site: AdminSite) -> None:

@@ -1,4 +1,5 @@
-"""The queue admin end to end in headless Chromium (Debian's), driven by Playwright, against a live server.
+"""The queue admin and the jobs page end to end in headless Chromium (Debian's), driven by Playwright, against a
+live server.
 
 Screenshots land in ``test-artifacts/``.
 """
@@ -7,14 +8,18 @@ from __future__ import annotations
 
 import importlib
 import os
+import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connections
+from django.utils import timezone
 
 from nexus_queues import enqueue_many
+from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.testapp.queues import Greeting
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
@@ -124,3 +129,47 @@ def test_browser__enqueue_from_prefilled_form(page: object) -> None:
     assert "Message enqueued." in page.inner_text(".messagelist")
     screenshot(page, "enqueued")
     assert Greeting.queue_model.objects.get().message.name == "from the browser"
+
+
+def test_browser__jobs_page_run_now(page: object) -> None:
+    """From the index's Jobs link, "Run now" on Heartbeat confirms the request and stores it for the workers; its
+    failed last run links to the run's page with the traceback."""
+    started = timezone.now() - timedelta(minutes=5)
+    JobRun.objects.create(job="tests.testapp.jobs.Heartbeat", correlation_id=uuid.uuid4().hex, worker="w:1",
+                          started_at=started, tick=started, finished_at=started, errors=1,
+                          error="Traceback (most recent call last):\nRuntimeError: the heartbeat failed on purpose")
+    page.goto("/admin/")
+    page.click("#nexus_queues-jobs a")
+    page.wait_for_selector("#content-main .nexus-jobs")
+    heartbeat = page.locator("tr[id='job-tests.testapp.jobs.Heartbeat']")
+    assert heartbeat.locator(".nexus-job-schedule").inner_text() == "At 04:00 on February 29 (UTC)"
+    assert heartbeat.locator(".nexus-outcome-failed").inner_text() == "failed"
+    heartbeat.locator("button[value=run_now]").click()
+    page.wait_for_selector(".messagelist")
+    assert page.inner_text(".messagelist") == "Heartbeat will run within a second on a worker."
+    screenshot(page, "jobs_run_now")
+    assert PeriodicJobSettings.objects.get(job="tests.testapp.jobs.Heartbeat").run_requested_at is not None
+    page.locator("tr[id='job-tests.testapp.jobs.Heartbeat'] .nexus-job-last a").click()
+    page.wait_for_selector("pre.nexus-traceback")
+    assert "RuntimeError: the heartbeat failed on purpose" in page.inner_text("pre.nexus-traceback")
+    screenshot(page, "job_run_failed")
+
+
+def test_browser__job_runs_fit_1400_px(page: object) -> None:
+    """The job run list, with long job names and a failed periodic run, fits a 1400 px window without scrolling
+    sideways."""
+    now = timezone.now()
+    for n in range(3):
+        tick, worker = now - timedelta(seconds=5 * n), f"worker-{n}.internal:48213"
+        JobRun.objects.create(job="tests.testapp.jobs.Heartbeat", correlation_id=uuid.uuid4().hex, worker=worker,
+                              started_at=tick, tick=tick, finished_at=now, errors=n % 2,
+                              error="Traceback ...\nRuntimeError: failed" * (n % 2))
+        JobRun.objects.create(job="tests.testapp.jobs.InventoryJob", queue="inventory", correlation_id=uuid.uuid4().hex,
+                              worker=worker, started_at=now, finished_at=now, leased=100, processed=99, errors=1)
+    page.goto("/admin/nexus_queues/jobrun/")
+    page.wait_for_selector("#result_list")
+    assert page.locator("#result_list .nexus-outcome-failed").count() == 4
+    screenshot(page, "job_runs")
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.querySelector('.results').scrollWidth, "
+                           "document.querySelector('.results').clientWidth]")
+    assert widths[0] <= 1400 and widths[1] <= widths[2]
