@@ -15,6 +15,7 @@ from .jobs import QueueJob, jobs
 from .messages import QueueMessage
 from .models import JobRun, PeriodicJobSettings
 from .periodic_jobs import PeriodicJob, periodic_jobs
+from .schedules import InvalidSchedule
 from .updates import default_status, set_processing_enabled
 
 Action = Literal["view", "change"]
@@ -77,24 +78,26 @@ def permission(job: Job, action: Action) -> str:
 
 
 def state_of(job: Job, now: datetime | None = None) -> JobState:
-    """What the jobs page shows of ``job`` (two or three indexed reads)."""
+    """What the jobs page shows of ``job`` (two or three indexed reads); a bad schedule is shown, not raised."""
     now = now or timezone.now()
+    try:
+        schedule = job.timetable()
+        words = schedule.describe() if schedule else "Continuously"
+    except InvalidSchedule as exc:  # the system check E001 reports it too
+        schedule, words = None, f"Invalid: {exc}"
     if issubclass(job, QueueJob):
         message_class = job.message_class
-        schedule = job.timetable()
         enabled = message_class.queue_settings().processing_enabled()
         last = message_class.job_runs().order_by("-started_at").first()
-        return JobState(
-            name=job.name(), kind="queue", queue=message_class.queue_name(),
-            category=message_class.queue_options.category, schedule=schedule.describe() if schedule else "Continuously",
-            enabled=enabled, next_run=schedule.following(now) if schedule and enabled else None, last_run=last,
-        )
-    found = _settings(job).first()
-    enabled = found is None or found.enabled
-    last = JobRun.objects.using(job.database).filter(job=job.name(), tick__isnull=False).order_by("-tick").first()
+        queue, category = message_class.queue_name(), message_class.queue_options.category
+    else:
+        found = _settings(job).first()
+        enabled = found is None or found.enabled
+        last = JobRun.objects.using(job.database).filter(job=job.name(), tick__isnull=False).order_by("-tick").first()
+        queue, category = "", job.category
     return JobState(
-        name=job.name(), kind="periodic", queue="", category=job.category, schedule=job.timetable().describe(),
-        enabled=enabled, next_run=job.timetable().following(now) if enabled else None, last_run=last,
+        name=job.name(), kind="queue" if queue else "periodic", queue=queue, category=category, schedule=words,
+        enabled=enabled, next_run=schedule.following(now) if schedule and enabled else None, last_run=last,
     )
 
 

@@ -158,3 +158,18 @@ def test_permission__queue_model_or_periodic_settings():
     """A queue job needs its queue model's permission, a periodic job the periodic jobs' settings' one."""
     assert permission(DigestJob, "change") == "testapp.change_digestqueueitem"
     assert permission(Heartbeat, "view") == "nexus_queues.view_periodicjobsettings"
+
+
+@pytest.mark.django_db
+def test_state_of__shows_a_bad_schedule_instead_of_raising():
+    """A job whose schedule is not one still has a state (the jobs page and the API stay up); E001 names it."""
+    from nexus_queues.periodic_jobs import PeriodicJob, periodic_jobs
+
+    class Garbled(PeriodicJob):
+        schedule = "every tuesday"
+
+    try:
+        state = state_of(Garbled)
+        assert state.schedule.startswith("Invalid: 'every tuesday' is not a cron expression") and state.next_run is None
+    finally:
+        periodic_jobs._jobs.pop(Garbled.name())
