@@ -16,6 +16,7 @@ from django.utils import timezone
 from ..failures import message_of
 from ..models import JobRun, PeriodicJobSettings
 from ..periodic_jobs import PeriodicJob
+from ..schedules import EPOCH
 from .logs import correlation_id
 from .runs import worker_name
 from .timetables import PeriodicTimetable
@@ -36,7 +37,8 @@ class PeriodicRunner:
 
     def read_settings(self, now: datetime) -> None:
         """Read each job's switch and run request; on the first read, create missing rows and start the timetables
-        after the last tick any worker claimed (or, for a job that does not catch up, at ``now``)."""
+        after the last tick any worker claimed (or, for a job that does not catch up, at ``now``). A run request
+        newer than the job's last claimed run is honoured, even one made while no worker ran."""
         for alias, group in _by_database(self.job_classes).items():
             names = [job.name() for job in group]
             if not self._timetables.keys() >= set(names):
@@ -83,8 +85,9 @@ def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]
         .annotate(last=Max("tick")).values_list("job", "last")
     )
     for job in group:
-        since = claimed.get(job.name()) or now
-        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since if job.catch_up else now)
+        last = claimed.get(job.name())
+        since = last if last is not None and job.catch_up else now
+        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since, request_since=last or EPOCH)
 
 
 def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:
