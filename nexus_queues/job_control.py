@@ -10,6 +10,7 @@ from typing import Literal
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from .backends import backend_for
 from .exceptions import NexusQueuesError, NotRegistered
 from .jobs import QueueJob, jobs
 from .messages import QueueMessage
@@ -108,12 +109,11 @@ def set_job_enabled(job: Job, enabled: bool) -> None:
         set_processing_enabled(job.message_class, enabled)
         return
     now = timezone.now()
-    found = _settings(job).first()
-    if found is None:
-        PeriodicJobSettings.objects.using(job.database).create(job=job.name(), enabled=enabled, ticks_since=now)
-    elif found.enabled != enabled:
-        changes = {"enabled": enabled, **({"ticks_since": now, "run_requested_at": None} if enabled else {})}
-        _settings(job).update(**changes, updated_at=now)
+    changes = {"enabled": enabled, **({"ticks_since": now, "run_requested_at": None} if enabled else {})}
+    if not _settings(job).exclude(enabled=enabled).update(**changes, updated_at=now):  # one UPDATE, usually
+        PeriodicJobSettings.objects.using(job.database).get_or_create(
+            job=job.name(), defaults={"enabled": enabled, "ticks_since": now}
+        )
 
 
 def run_now(job: Job) -> None:
@@ -126,11 +126,12 @@ def run_now(job: Job) -> None:
         return
     if not state_of(job).enabled:
         raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
-    now = timezone.now()
-    PeriodicJobSettings.objects.using(job.database).update_or_create(
-        job=job.name(), defaults={"run_requested_at": now},
-        create_defaults={"run_requested_at": now, "ticks_since": now},
-    )
+    with backend_for(job.database).write_transaction():
+        now = timezone.now()
+        PeriodicJobSettings.objects.using(job.database).update_or_create(
+            job=job.name(), defaults={"run_requested_at": now},
+            create_defaults={"run_requested_at": now, "ticks_since": now},
+        )
 
 
 def request_start(message_class: type[QueueMessage]) -> None:

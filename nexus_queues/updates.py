@@ -98,9 +98,10 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
     """The status new messages of the queue get, stored in the database (e.g. ``Paused``)."""
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
-    message_class.queue_settings().update_or_create(
-        queue=message_class.queue_name(), defaults={"default_status": status}
-    )
+    with backend_for(message_class.queue_options.database).write_transaction():
+        message_class.queue_settings().update_or_create(
+            queue=message_class.queue_name(), defaults={"default_status": status}
+        )
 
 
 def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
@@ -108,11 +109,12 @@ def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> No
     it off forgets a start request still standing, so that switching it on does not start it at once."""
     message_class = registry.resolve(queue)
     changes = {"processing_enabled": bool(enabled), **({} if enabled else {"start_requested_at": None})}
-    # A new settings row must keep the queue's current default status, not the column's "Pending".
-    message_class.queue_settings().update_or_create(
-        queue=message_class.queue_name(), defaults=changes,
-        create_defaults={**changes, "default_status": default_status(message_class)},
-    )
+    with backend_for(message_class.queue_options.database).write_transaction():
+        # A new settings row must keep the queue's current default status, not the column's "Pending".
+        message_class.queue_settings().update_or_create(
+            queue=message_class.queue_name(), defaults=changes,
+            create_defaults={**changes, "default_status": default_status(message_class)},
+        )
 
 
 def default_status(queue: type[QueueMessage] | str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -274,6 +275,14 @@ class Backend:
 
         Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
         """
+
+    @contextmanager
+    def write_transaction(self) -> Iterator[None]:
+        """A transaction that takes the write lock first, for one that reads what it then writes
+        (``update_or_create``): on SQLite two such transactions would otherwise fail "database is locked"."""
+        with transaction.atomic(using=self.alias):
+            self.take_write_lock()
+            yield
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         """Did the database roll the transaction back to break a deadlock (so that running it again is safe)?

@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from django.db import reset_queries, transaction
+from django.db import reset_queries
 from django.db.models import Min
 from django.utils import timezone
 
@@ -65,8 +65,7 @@ def move_due(message_class: type[QueueMessage], now: datetime, limit: int) -> in
     """Make up to ``limit`` of the queue's messages due at ``now`` Pending, the earliest first, in one transaction
     that skips rows another dispatcher holds; wake the queue's workers. Unreadable rows become Error."""
     backend = backend_for(message_class.queue_options.database)
-    with transaction.atomic(using=backend.alias):
-        backend.take_write_lock()
+    with backend.write_transaction():
         due = message_class.queue_items().due(now).order_by("process_at", "id")
         ids = read_around(lambda: _lock(due, limit), due, limit)
         moved = _make_pending(message_class, ids) if ids else 0
