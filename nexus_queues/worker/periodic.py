@@ -16,6 +16,7 @@ from django.utils import timezone
 from ..failures import message_of
 from ..models import JobRun, PeriodicJobSettings
 from ..periodic_jobs import PeriodicJob
+from ..schedules import EPOCH
 from .logs import correlation_id
 from .runs import worker_name
 from .timetables import PeriodicTimetable
@@ -83,8 +84,11 @@ def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]
         .annotate(last=Max("tick")).values_list("job", "last")
     )
     for job in group:
-        since = claimed.get(job.name()) or now
-        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since if job.catch_up else now)
+        last = claimed.get(job.name())
+        since = last or now
+        # Requests count from the last claimed run, not from now, so that one made while no worker ran is honoured.
+        timetable = PeriodicTimetable(job.timetable(), since if job.catch_up else now, request_since=last or EPOCH)
+        runner._timetables[job.name()] = timetable
 
 
 def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:

@@ -33,12 +33,12 @@ class PeriodicTimetable:
     """What a worker should try to claim of a periodic job: the latest tick after the last one handled (ticks missed
     while no worker ran collapse into one), and a run request newer than the last one handled."""
 
-    def __init__(self, schedule: Schedule, since: datetime) -> None:
+    def __init__(self, schedule: Schedule, since: datetime, request_since: datetime | None = None) -> None:
         self.schedule = schedule
         self.since = since
         """Ticks after this time are still to be handled."""
-        self.request_since = since
-        """Requests after this time are still to be handled."""
+        self.request_since = since if request_since is None else request_since
+        """Requests after this time are still to be handled (default: ``since``)."""
         self.next_tick = schedule.following(since)
 
     def due_tick(self, now: datetime) -> datetime | None:

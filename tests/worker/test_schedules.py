@@ -1,6 +1,6 @@
 """Schedules across real ``nexus_worker`` processes: a tick runs once among workers, a killed run stays unfinished,
-start requests reach a sleeping worker, a switched-off job stays off. The decisions themselves are tested in
-process, in test_periodic.py and test_loop.py."""
+start requests reach a sleeping worker, a switched-off job stays off, a run request waits for a worker. The
+decisions themselves are tested in process, in test_periodic.py and test_loop.py."""
 
 import signal
 import time
@@ -8,8 +8,8 @@ import time
 import pytest
 
 from nexus_queues import Status, enqueue
-from nexus_queues.job_control import outcome, set_job_enabled
-from nexus_queues.models import JobRun
+from nexus_queues.job_control import outcome, run_now, set_job_enabled
+from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.commands import reports, wait_until
 from tests.testapp.jobs import DigestJob, Heartbeat
 from tests.testapp.queues import Digest, Greeting
@@ -117,3 +117,16 @@ def test_schedules__start_processing_does_not_start_a_switched_off_job(manage, f
     enqueue(Digest(text="asked"), start_processing=True)
     wait_until(lambda: len(said(files, "digest")) == 2, "both digests drained", worker)
     stop(worker)
+
+
+def test_schedules__a_run_requested_while_no_worker_ran_runs_once(manage, files):
+    """run_now with no worker running: the first worker to start runs the job once, for the request."""
+    run_now(Heartbeat)
+    requested_at = PeriodicJobSettings.objects.get(job=Heartbeat.name()).run_requested_at
+    files["gate"].touch()
+    worker = manage("nexus_worker", "--queue", "greetings", "--peek-delay", str(PEEK))
+    wait_until(lambda: any(run.finished_at for run in heartbeats()), "the requested heartbeat", worker)
+    settle(files, worker, 1)
+    stop(worker)
+    [run] = heartbeats()
+    assert (run.tick, outcome(run), len(said(files, "heartbeat"))) == (requested_at, "succeeded", 1)
