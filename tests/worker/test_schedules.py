@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PEEK = 0.2
 """The peek delay of the workers that must be seen to read their settings again."""
-SCHEDULED = ("--queue", "digests", "--queue", "greetings", "--no-periodic")
+TICKING = ("nexus_worker", "--queue", "greetings", "--concurrency", "1")
+"""A worker of the periodic jobs, one run at a time (a run held by the gate holds the worker)."""
+SCHEDULED = ("nexus_worker", "--queue", "digests", "--queue", "greetings", "--no-periodic")
 """A worker on the scheduled digests and, as its sign of life, the continuous greetings (after them in each sweep)."""
 
 
@@ -50,7 +52,7 @@ def stop(worker) -> None:
 
 def test_schedules__two_workers_run_each_tick_once(manage, files):
     """Two workers offered every tick: each tick has one run, run by one of them; both took part."""
-    workers = [manage("nexus_worker", "--queue", "greetings", "--concurrency", "1", NEXUS_TEST_TICK="1") for _ in "ab"]
+    workers = [manage(*TICKING, NEXUS_TEST_TICK="1") for _ in range(2)]
     # The gate holds the first run's worker, so the next tick must go to the other one.
     wait_until(lambda: len(said(files, "heartbeat-started")) >= 2, "both workers in a heartbeat", workers[0])
     files["gate"].touch()
@@ -68,14 +70,14 @@ def test_schedules__two_workers_run_each_tick_once(manage, files):
 
 def test_schedules__a_run_killed_stays_unfinished_and_the_next_tick_runs(manage, files):
     """SIGKILL in a periodic run leaves its tick's run unfinished, never run again; a new worker runs a later tick."""
-    worker = manage("nexus_worker", "--queue", "greetings", "--concurrency", "1", NEXUS_TEST_TICK="1")
+    worker = manage(*TICKING, NEXUS_TEST_TICK="1")
     wait_until(lambda: said(files, "heartbeat-started"), "a heartbeat to start", worker)
     worker.proc.send_signal(signal.SIGKILL)
     worker.finish()
     [killed] = heartbeats()
     assert outcome(killed) == "unfinished"
     files["gate"].touch()
-    worker = manage("nexus_worker", "--queue", "greetings", NEXUS_TEST_TICK="1")
+    worker = manage(*TICKING, NEXUS_TEST_TICK="1")
     wait_until(lambda: any(run.finished_at for run in heartbeats()), "a later heartbeat", worker)
     stop(worker)
     first, *later = heartbeats()
@@ -87,12 +89,12 @@ def test_schedules__a_run_killed_stays_unfinished_and_the_next_tick_runs(manage,
 def test_schedules__start_processing_wakes_a_sleeping_scheduled_job(manage, files):
     """A worker idle for a 600 s peek delay, on a job due never, drains the queue as soon as start_processing asks;
     a message enqueued without it stays Pending (seen by a worker that reads its settings every 0.2 s)."""
-    worker = manage("nexus_worker", *SCHEDULED, "--peek-delay", "600")
+    worker = manage(*SCHEDULED, "--peek-delay", "600")
     round_trip(files, worker, 1)  # the never-run queue's first drain, at start, is over
     enqueue(Digest(text="asked"), start_processing=True)
     wait_until(lambda: said(files, "digest"), "the requested drain", worker)
     stop(worker)
-    worker = manage("nexus_worker", *SCHEDULED, "--peek-delay", str(PEEK))
+    worker = manage(*SCHEDULED, "--peek-delay", str(PEEK))
     round_trip(files, worker, 2)  # listening, so that it hears the next enqueue's wake-up
     enqueue(Digest(text="quiet"))
     settle(files, worker, 3)
@@ -104,7 +106,7 @@ def test_schedules__start_processing_wakes_a_sleeping_scheduled_job(manage, file
 def test_schedules__start_processing_does_not_start_a_switched_off_job(manage, files):
     """start_processing on a switched-off job stores no request: the message stays Pending, also once switched on,
     until a request made while it is on."""
-    worker = manage("nexus_worker", *SCHEDULED, "--peek-delay", str(PEEK))
+    worker = manage(*SCHEDULED, "--peek-delay", str(PEEK))
     round_trip(files, worker, 1)
     set_job_enabled(DigestJob, False)
     enqueue(Digest(text="held"), start_processing=True)
@@ -124,7 +126,7 @@ def test_schedules__a_run_requested_while_no_worker_ran_runs_once(manage, files)
     run_now(Heartbeat)
     requested_at = PeriodicJobSettings.objects.get(job=Heartbeat.name()).run_requested_at
     files["gate"].touch()
-    worker = manage("nexus_worker", "--queue", "greetings", "--peek-delay", str(PEEK))
+    worker = manage(*TICKING, "--peek-delay", str(PEEK))
     wait_until(lambda: any(run.finished_at for run in heartbeats()), "the requested heartbeat", worker)
     settle(files, worker, 1)
     stop(worker)
