@@ -62,15 +62,18 @@ class PeriodicRunner:
                 timetable.tick_handled(tick)
             request = timetable.due_request(found.run_requested_at if found else None)
             if request is not None:
-                self._offer(job, request, enabled, now, submit)
+                self._offer(job, request, enabled, now, submit, request=True)
                 timetable.request_handled(request)
 
-    def _offer(self, job: type[PeriodicJob], tick: datetime, enabled: bool, now: datetime, submit: Submit) -> None:
+    def _offer(
+        self, job: type[PeriodicJob], tick: datetime, enabled: bool, now: datetime, submit: Submit, *,
+        request: bool = False,
+    ) -> None:
         if not enabled:
             logger.info("Periodic job %s is switched off: tick %s skipped.", job.name(), tick.isoformat(),
                         extra={"action": "periodic_skipped"})
             return
-        run = claim(job, tick, now)
+        run = claim(job, tick, now, request=request)
         if run is not None:
             submit(lambda: run_claimed(job, run))
 
@@ -97,12 +100,17 @@ def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[typ
     return groups
 
 
-def claim(job: type[PeriodicJob], tick: datetime, now: datetime) -> JobRun | None:
-    """Commit the run row of ``job`` at ``tick``; None when another worker committed it first."""
+def claim(job: type[PeriodicJob], tick: datetime, now: datetime, *, request: bool = False) -> JobRun | None:
+    """Commit the run row of ``job`` at ``tick``; None when another worker committed it first. With ``request``,
+    ``tick`` is a run request's time, and the request is answered (cleared) in the same transaction."""
     run = JobRun(job=job.name(), correlation_id=uuid.uuid4().hex, worker=worker_name(), started_at=now, tick=tick)
     try:
         with transaction.atomic(using=job.database):
             run.save(using=job.database, force_insert=True)
+            if request:
+                PeriodicJobSettings.objects.using(job.database).filter(job=job.name(), run_requested_at=tick).update(
+                    run_requested_at=None
+                )
     except IntegrityError:
         return None
     return run

@@ -129,15 +129,19 @@ def test_runner__run_request_runs_once_whatever_the_schedule():
         runner.step(T0 + timedelta(seconds=1), inline)
         runner.step(T0 + timedelta(seconds=2), inline)
     assert [r.tick for r in runs()] == [requested_at] and Tally.ran == ["ran"]
+    assert PeriodicJobSettings.objects.get(job=Tally.name()).run_requested_at is None  # answered
 
 
 def test_runner__a_run_request_made_while_no_worker_ran_is_honoured():
-    """A request older than the worker's start runs once, if no run was claimed since; the next worker skips it."""
+    """A request older than the worker's start runs once; the next worker does not run it again, even once an
+    operator deleted the run."""
     run_now(Tally)
     later = timezone.now() + timedelta(seconds=1)
     runner_at(later).step(later, inline)
-    runner_at(later).step(later, inline)
     assert Tally.ran == ["ran"] and len(runs()) == 1
+    JobRun.objects.all().delete()
+    runner_at(later).step(later, inline)
+    assert Tally.ran == ["ran"]
 
 
 def test_runner__a_switched_off_job_refuses_a_run_request():
