@@ -157,7 +157,7 @@ class DigestJob(QueueJob):
 
 
 class Heartbeat(PeriodicJob):
-    """Reports ``heartbeat <tick>``; with the gate file named by ``NEXUS_TEST_GATE`` set, waits for it first."""
+    """Reports ``heartbeat``; with the gate file named by ``NEXUS_TEST_GATE`` set, waits for it first."""
 
     schedule = _schedule()
     category = "Maintenance"
