@@ -58,7 +58,10 @@ class Settings:
     """How often a worker abandons expired leases, purges old Processed rows and drops expired messages."""
 
     WORKER_CLEANUP_BATCH_SIZE: int = 1000
-    """Rows deleted per statement when purging Processed or expired messages."""
+    """Rows deleted per statement when purging Processed or expired messages and old job runs."""
+
+    JOB_RUN_RETENTION: timedelta | None = timedelta(days=14)
+    """How long job runs are kept (housekeeping deletes older ones, the oldest first); None keeps them forever."""
 
     WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
     """How long the database may keep failing before the worker logs an error and backs off the most."""

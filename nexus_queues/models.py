@@ -161,8 +161,8 @@ class PeriodicJobSettings(models.Model):
 
     job = models.CharField(max_length=200, primary_key=True)
     enabled = models.BooleanField(default=True)
-    ticks_since = models.DateTimeField(help_text="Ticks after this time count: when the job was first seen or "
-                                                 "last switched on")
+    ticks_since = models.DateTimeField(help_text="Ticks up to this time are handled: the last one claimed, or when "
+                                                 "the job was first seen or last switched on")
     run_requested_at = models.DateTimeField(null=True, blank=True, help_text="When a run was last asked for")
     updated_at = models.DateTimeField(auto_now=True)
 

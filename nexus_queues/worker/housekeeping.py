@@ -1,4 +1,5 @@
-"""Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go."""
+"""Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go, and so
+do old job runs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.utils import timezone
 from ..conf import settings
 from ..leasing import abandon_expired, abandon_expired_leases
 from ..messages import QueueMessage
-from ..models import QueueItemQuerySet
+from ..models import JobRun, QueueItemQuerySet
 from ..registry import registry
 from ..status import Status
 
@@ -41,6 +42,23 @@ def tidy_queue(message_class: type[QueueMessage], now: datetime | None = None) -
         "purged": _purge(message_class, now),
         "dropped": _drop(message_class, now),
     }
+
+
+def purge_job_runs(alias: str, now: datetime | None = None) -> int:
+    """Delete the job runs on ``alias`` that started more than ``JOB_RUN_RETENTION`` ago, the oldest first, in
+    batches; how many. Each batch reads the lowest ids only, so a table of old runs is never scanned whole."""
+    if settings.JOB_RUN_RETENTION is None:
+        return 0
+    cutoff = (now or timezone.now()) - settings.JOB_RUN_RETENTION
+    size, deleted = settings.WORKER_CLEANUP_BATCH_SIZE, 0
+    runs = JobRun.objects.using(alias)
+    while True:
+        oldest = list(runs.order_by("id").values_list("id", "started_at")[:size])
+        expired = [pk for pk, started_at in oldest if started_at < cutoff]
+        if expired:
+            deleted += runs.filter(id__in=expired).delete()[0]
+        if len(expired) < size:  # a run within the retention (ids grow with time), or the table's end
+            return deleted
 
 
 def _kept_for(message_class: type[QueueMessage]) -> timedelta | None:

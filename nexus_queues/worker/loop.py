@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.db import reset_queries
 from django.db.models import Max, Q
@@ -17,6 +18,7 @@ from django.utils import timezone
 from ..conf import settings
 from ..failures import message_of
 from ..jobs import QueueJob, jobs
+from ..messages import QueueMessage
 from ..models import QueueSettings
 from ..periodic_jobs import PeriodicJob, periodic_jobs
 from ..registry import registry
@@ -24,7 +26,7 @@ from ..schedules import EPOCH
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
-from .housekeeping import tidy_queue
+from .housekeeping import purge_job_runs, tidy_queue
 from .periodic import PeriodicRunner
 from .runs import run_once
 from .timetables import QueueTimetable
@@ -175,21 +177,17 @@ class Worker:
         return min((tick for tick in ticks if tick > now), default=now + self.peek_delay)
 
     def _housekeeping(self) -> None:
-        """Each queue's chores, every ``WORKER_HOUSEKEEPING_INTERVAL``; a queue that fails waits for the next time."""
+        """Each queue's chores and each database's old job runs, every ``WORKER_HOUSEKEEPING_INTERVAL``; a chore that
+        fails waits for the next time."""
         now = self.clock()
         if now < self._next_tidy:
             return
         self._next_tidy = now + settings.WORKER_HOUSEKEEPING_INTERVAL.total_seconds()
         for message_class in registry:
-            try:
-                _log_tidy(message_class.queue_name(), tidy_queue(message_class))
-            except Exception as exc:
-                reset_connections()
-                logger.warning(
-                    "Housekeeping of queue %s failed (%s: %s); next try in %s.", message_class.queue_name(),
-                    type(exc).__name__, message_of(exc), settings.WORKER_HOUSEKEEPING_INTERVAL,
-                    extra={"action": "housekeeping_failed"},
-                )
+            _chore(f"queue {message_class.queue_name()}", partial(_tidy, message_class))
+        databases = {c.queue_options.database for c in registry} | {job.database for job in periodic_jobs}
+        for alias in sorted(databases):
+            _chore(f"the job runs on {alias}", partial(_purge_runs, alias))
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again (with the start requests and the periodic jobs' settings) at
@@ -325,7 +323,27 @@ def _shut_down(pool: ThreadPoolExecutor, threads: int) -> None:
     pool.shutdown(wait=True)
 
 
-def _log_tidy(queue: str, counts: dict[str, int]) -> None:
-    for chore, count in counts.items():
+def _chore(what: str, work: Callable[[], None]) -> None:
+    """``work()``; a failure is logged naming ``what``, and the next housekeeping tries again."""
+    try:
+        work()
+    except Exception as exc:
+        reset_connections()
+        logger.warning(
+            "Housekeeping of %s failed (%s: %s); next try in %s.", what, type(exc).__name__, message_of(exc),
+            settings.WORKER_HOUSEKEEPING_INTERVAL, extra={"action": "housekeeping_failed"},
+        )
+
+
+def _tidy(message_class: type[QueueMessage]) -> None:
+    queue = message_class.queue_name()
+    for chore, count in tidy_queue(message_class).items():
         if count:
             logger.info("%s %s message(s) of %s.", chore.capitalize(), count, queue, extra={"action": chore})
+
+
+def _purge_runs(alias: str) -> None:
+    count = purge_job_runs(alias)
+    if count:
+        logger.info("Purged %s job run(s) older than %s on %s.", count, settings.JOB_RUN_RETENTION, alias,
+                    extra={"action": "purged_job_runs"})

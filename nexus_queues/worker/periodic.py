@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from ..failures import message_of
@@ -37,8 +36,8 @@ class PeriodicRunner:
 
     def read_settings(self, now: datetime) -> None:
         """Read each job's switch and run request; on the first read, create missing rows and start the timetables
-        after the last tick any worker claimed (or, for a job that does not catch up, at ``now``). A run request
-        newer than the job's last claimed run is honoured, even one made while no worker ran."""
+        after the last tick any worker handled (or, for a job that does not catch up, at ``now``). A run request
+        still standing is honoured, even one made while no worker ran."""
         for alias, group in _by_database(self.job_classes).items():
             names = [job.name() for job in group]
             if not self._timetables.keys() >= set(names):
@@ -83,14 +82,11 @@ def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]
     PeriodicJobSettings.objects.using(alias).bulk_create(
         [PeriodicJobSettings(job=name, ticks_since=now) for name in names], ignore_conflicts=True
     )
-    claimed = dict(
-        JobRun.objects.using(alias).filter(job__in=names, tick__isnull=False).values("job").order_by()
-        .annotate(last=Max("tick")).values_list("job", "last")
-    )
+    handled = dict(PeriodicJobSettings.objects.using(alias).filter(job__in=names).values_list("job", "ticks_since"))
     for job in group:
-        last = claimed.get(job.name())
-        since = last if last is not None and job.catch_up else now
-        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since, request_since=last or EPOCH)
+        since = handled.get(job.name(), now) if job.catch_up else now
+        # A request still standing is unanswered: answering one clears it.
+        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since, request_since=EPOCH)
 
 
 def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:
@@ -101,16 +97,21 @@ def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[typ
 
 
 def claim(job: type[PeriodicJob], tick: datetime, now: datetime, *, request: bool = False) -> JobRun | None:
-    """Commit the run row of ``job`` at ``tick``; None when another worker committed it first. With ``request``,
-    ``tick`` is a run request's time, and the request is answered (cleared) in the same transaction."""
+    """Commit the run row of ``job`` at ``tick``; None when another worker committed it first.
+
+    The same transaction records the tick as handled in the job's settings (``ticks_since``), so that the runs are
+    only history, which retention may delete; with ``request``, ``tick`` is a run request's time, and the request is
+    answered (cleared) instead.
+    """
     run = JobRun(job=job.name(), correlation_id=uuid.uuid4().hex, worker=worker_name(), started_at=now, tick=tick)
+    settings = PeriodicJobSettings.objects.using(job.database).filter(job=job.name())
     try:
         with transaction.atomic(using=job.database):
             run.save(using=job.database, force_insert=True)
             if request:
-                PeriodicJobSettings.objects.using(job.database).filter(job=job.name(), run_requested_at=tick).update(
-                    run_requested_at=None
-                )
+                settings.filter(run_requested_at=tick).update(run_requested_at=None)
+            else:
+                settings.filter(ticks_since__lt=tick).update(ticks_since=tick)
     except IntegrityError:
         return None
     return run

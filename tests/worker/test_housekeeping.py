@@ -7,7 +7,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many, lease
-from nexus_queues.worker.housekeeping import drop_expired, purge_processed, tidy, tidy_queue
+from nexus_queues.models import JobRun
+from nexus_queues.worker.housekeeping import drop_expired, purge_job_runs, purge_processed, tidy, tidy_queue
 from tests.factories import GreetingFactory, LeasedFactory, PendingFactory, ProcessedFactory
 from tests.testapp.queues import Audit, Greeting, Inventory
 
@@ -63,3 +64,38 @@ def test_tidy_queue__does_the_chores_of_one_queue_only():
     assert tidy_queue(Inventory, later) == {"abandoned": 1, "purged": 1, "dropped": 0}
     assert list(Inventory.queue_model.objects.values_list("status", flat=True)) == [Status.ABANDONED]
     assert Greeting.queue_model.objects.get().status == Status.LEASED
+
+
+def _runs_started(*ages: timedelta) -> list[int]:
+    """One job run per age, in this order (so that ids grow as the test says); their ids."""
+    now = timezone.now()
+    return [
+        JobRun.objects.create(job="tests.Job", correlation_id=str(n), worker="w:1", started_at=now - age).pk
+        for n, age in enumerate(ages)
+    ]
+
+
+@override_settings(NEXUS_QUEUES={"WORKER_CLEANUP_BATCH_SIZE": 2, "JOB_RUN_RETENTION": timedelta(days=14)})
+def test_purge_job_runs__deletes_runs_past_the_retention_oldest_first_in_batches():
+    """Runs that started more than JOB_RUN_RETENTION ago go, over several batches; the ones within it stay."""
+    days = [timedelta(days=d) for d in (30, 20, 16, 15, 13, 1)]
+    kept = _runs_started(*days)[-2:]
+    assert purge_job_runs("default") == 4
+    assert sorted(JobRun.objects.values_list("id", flat=True)) == kept
+    assert purge_job_runs("default") == 0
+
+
+@override_settings(NEXUS_QUEUES={"JOB_RUN_RETENTION": None})
+def test_purge_job_runs__keeps_runs_forever_without_a_retention():
+    """JOB_RUN_RETENTION None deletes nothing."""
+    _runs_started(timedelta(days=3650))
+    assert purge_job_runs("default") == 0 and JobRun.objects.count() == 1
+
+
+@override_settings(NEXUS_QUEUES={"WORKER_CLEANUP_BATCH_SIZE": 2})
+def test_purge_job_runs__stops_at_the_first_run_within_the_retention():
+    """The oldest ids are read first: a recent run ahead of an old one (a clock that went back) holds it for later,
+    rather than the chore reading the whole table."""
+    _runs_started(timedelta(days=30), timedelta(days=1), timedelta(days=30), timedelta(days=30))
+    assert purge_job_runs("default") == 1
+    assert JobRun.objects.count() == 3

@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
@@ -306,3 +307,15 @@ def test_worker__switched_off_scheduled_job_with_a_passed_tick_does_not_spin():
         assert worker.sweep() == pytest.approx(worker.peek_delay.total_seconds(), abs=0.5)
     finally:
         worker.wakeups.close()
+
+
+@override_settings(NEXUS_QUEUES={"JOB_RUN_RETENTION": timedelta(days=1)})
+def test_worker__housekeeping_deletes_old_job_runs(clock, caplog):
+    """The worker's housekeeping deletes job runs past the retention and logs how many."""
+    JobRun.objects.create(job="tests.Job", correlation_id="old", worker="w:1",
+                          started_at=timezone.now() - timedelta(days=2))
+    recent = JobRun.objects.create(job="tests.Job", correlation_id="new", worker="w:1", started_at=timezone.now())
+    with caplog.at_level(logging.INFO, logger="nexus_queues.worker"):
+        Worker(job_classes=[GreetingJob], listen=False, clock=clock).sweep()
+    assert list(JobRun.objects.values_list("pk", flat=True)) == [recent.pk]  # not old
+    assert "Purged 1 job run(s) older than 1 day, 0:00:00 on default." in caplog.text

@@ -169,3 +169,13 @@ def test_queue_timetable__drains_from_a_tick_or_request_until_dry():
 def test_queue_timetable__worker_down_across_a_tick_drains_when_it_comes_back():
     """Counting from the queue's last run, a tick missed while no worker ran starts a drain at once."""
     assert QueueTimetable(Every(FIVE), last_drain=T0).due(T0 + 3 * FIVE + timedelta(seconds=1), None)
+
+
+def test_runner__a_handled_tick_is_not_run_again_once_its_run_is_deleted():
+    """Claiming a tick records it in the job's settings: retention may delete the run, and a worker that starts
+    afterwards still waits for the next tick."""
+    runner_at(T0).step(T0 + FIVE, inline)
+    assert PeriodicJobSettings.objects.get(job=Tally.name()).ticks_since == T0 + FIVE
+    JobRun.objects.all().delete()
+    runner_at(T0 + FIVE + timedelta(minutes=1)).step(T0 + FIVE + timedelta(minutes=1), inline)
+    assert Tally.ran == ["ran"]
