@@ -20,6 +20,7 @@ from .status import Status, validate_status
 
 QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_MESSAGE_ID_LENGTH = 255
+MAX_VERBOSE_NAME_LENGTH = 80
 
 
 class HealthStatus(StrEnum):
@@ -39,6 +40,8 @@ class QueueOptions:
     keep_processed_for: timedelta | None = timedelta(0)
     """How long Processed messages stay; ``timedelta(0)`` deletes them, ``None`` keeps them."""
     category: str = ""
+    verbose_name: str = ""
+    """The queue's name in words for people (the admin); "" derives it from the queue name."""
     health_status_when_errors: HealthStatus = HealthStatus.UNHEALTHY
     health_check: bool = True
     health_max_pending: int | None = None
@@ -49,6 +52,12 @@ class QueueOptions:
     default_status: str = Status.PENDING
     name_derived: bool = False
     """True when the queue name comes from the class name (renaming it makes a new queue)."""
+
+    @property
+    def title(self) -> str:
+        """The queue's name as people read it: ``verbose_name``, else ``send_order_confirmation`` ->
+        "Send order confirmation"."""
+        return self.verbose_name or self.queue.replace("_", " ").capitalize()
 
     @property
     def keeps_processed(self) -> bool:
@@ -108,9 +117,20 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
         **_health_thresholds(cls, kwargs),
         queue=name, idempotent=bool(idempotent), keep_processed_for=keep, database=database,
         default_status=default_status, health_status_when_errors=health,
-        category=str(kwargs.pop("category", "") or ""), health_check=bool(kwargs.pop("health_check", True)),
+        category=str(kwargs.pop("category", "") or ""), verbose_name=_verbose_name(cls, kwargs),
+        health_check=bool(kwargs.pop("health_check", True)),
         name_derived=name_derived,
     )
+
+
+def _verbose_name(cls: type, kwargs: dict[str, Any]) -> str:
+    name = kwargs.pop("verbose_name", "")
+    if not isinstance(name, str) or name != name.strip() or len(name) > MAX_VERBOSE_NAME_LENGTH:
+        raise ConfigurationError(
+            f"{cls.__qualname__}: verbose_name must be text of at most {MAX_VERBOSE_NAME_LENGTH} characters "
+            "without leading or trailing spaces."
+        )
+    return name
 
 
 def _health_thresholds(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +146,7 @@ def _health_thresholds(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
 class QueueMessage(BaseModel):
     """Base of message classes; each concrete subclass is one queue with its own table.
 
-    Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``,
+    Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``, ``verbose_name``,
     ``health_status_when_errors``, ``health_check``, ``health_max_pending``, ``health_max_pending_age``,
     ``database``, ``default_status``,
     ``abstract`` (a base with shared fields, no queue).

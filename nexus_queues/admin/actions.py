@@ -9,11 +9,14 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 
 from ..status import Status
 from ..updates import update_status
-from .forms import StatusForm
+from .forms import StatusForm, suggest_statuses
+from .overview import queue_status_suggestions
+from .sites import queue_context
 
 _ROW_ID = re.compile(r"[1-9][0-9]{0,18}")
 MAX_ID = 2**63 - 1
@@ -42,6 +45,7 @@ def set_pending(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> N
 def set_custom_status(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
     """Ask for a status (built-in or custom) and say how many rows change, then set it."""
     form = StatusForm(request.POST if "apply" in request.POST else None)
+    suggest_statuses(form, queue_status_suggestions(model_admin.model.message_class))
     if form.is_valid():
         _set_status(model_admin, request, queryset, form.cleaned_data["status"])
         return None
@@ -61,15 +65,16 @@ def delete_messages(model_admin: Any, request: HttpRequest, queryset: QuerySet) 
 def _confirmation(
     model_admin: Any, request: HttpRequest, queryset: QuerySet, action: str, form: StatusForm | None, verb: str
 ) -> TemplateResponse:
-    opts = model_admin.model._meta
+    model = model_admin.model
     count = queryset.count()
     context = {
         **model_admin.admin_site.each_context(request),
-        "title": f"{verb} {count} {opts.verbose_name_plural} message(s)?",
+        **queue_context(model.message_class),
+        "title": f"{verb} {count} message{pluralize(count)} of {model.message_class.queue_options.title}?",
         "verb": verb,
         "form": form,
         "count": count,
-        "opts": opts,
+        "opts": model._meta,
         "action": action,
         "select_across": request.POST.get("select_across", "0"),
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),

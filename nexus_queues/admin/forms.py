@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from ..json_input import MalformedJSON, loads
 from ..limits import check_datetime
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json, unstorable_text
-from ..status import Status, validate_settable_status
+from ..status import MAX_STATUS_LENGTH, Status, validate_settable_status
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -68,6 +69,38 @@ class MessageJSONField(forms.JSONField):
         text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
         # A lone surrogate in refused input cannot be sent as UTF-8: show it escaped.
         return text if unstorable_text(text) is None else json.dumps(value, indent=2, sort_keys=True)
+
+
+class StatusInput(forms.TextInput):
+    """A text box suggesting statuses (an HTML datalist) that still takes any text, a new custom status too."""
+
+    template_name = "admin/nexus_queues/widgets/status_input.html"
+
+    def __init__(self, suggestions: Sequence[str] = (), attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs)
+        self.suggestions = list(suggestions)
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        widget = context["widget"]
+        widget["list_id"] = f"{widget['attrs'].get('id') or name}_suggestions"
+        widget["attrs"].update({"list": widget["list_id"], "autocomplete": "off"})
+        widget["suggestions"] = self.suggestions
+        return context
+
+
+class StatusField(forms.CharField):
+    """A status typed by an operator, with suggestions (set ``widget.suggestions``)."""
+
+    widget = StatusInput
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=MAX_STATUS_LENGTH, **kwargs)
+
+
+def suggest_statuses(form: forms.BaseForm, suggestions: Sequence[str], field: str = "status") -> None:
+    """Offer ``suggestions`` in the form's status field."""
+    form.fields[field].widget.suggestions = list(suggestions)  # type: ignore[attr-defined]
 
 
 def validated_message(message_class: type[QueueMessage], data: Any) -> QueueMessage:
@@ -143,9 +176,8 @@ class EnqueueForm(forms.Form):
         help_text="Leave empty to make it available now; a time makes it Sleeping until then.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
-    status = forms.CharField(
-        required=False, max_length=50,
-        help_text="Leave empty for the queue's default enqueue status; or e.g. Pending, OnHold.",
+    status = StatusField(
+        required=False, help_text="Leave empty for the queue's default enqueue status; or e.g. Pending, OnHold.",
     )
 
     def __init__(self, message_class: type[QueueMessage], *args: Any, **kwargs: Any) -> None:
@@ -178,7 +210,7 @@ class EnqueueForm(forms.Form):
 class StatusForm(forms.Form):
     """The status to set on the chosen messages."""
 
-    status = forms.CharField(max_length=50, help_text="A built-in status (e.g. Pending) or your own (e.g. OnHold).")
+    status = StatusField(help_text="A built-in status (e.g. Pending) or your own (e.g. OnHold).")
 
     def clean_status(self) -> str:
         return settable_status(self.cleaned_data["status"])
@@ -187,7 +219,7 @@ class StatusForm(forms.Form):
 class QueueSettingsForm(forms.Form):
     """The queue's default enqueue status and whether workers process it."""
 
-    default_status = forms.CharField(max_length=50, label="Default enqueue status")
+    default_status = StatusField(label="Default enqueue status")
     processing_enabled = forms.BooleanField(required=False, label="Processing on")
 
     def clean_default_status(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,16 +14,36 @@ from ..messages import QueueMessage
 from ..status import Status
 from ..updates import default_status
 
+SETTABLE_STATUSES = tuple(s.value for s in Status if s not in (Status.LEASED, Status.SLEEPING))
+"""The built-in statuses an operator may set."""
+MAX_STATUS_SUGGESTIONS = 50
+"""Status fields suggest at most this many statuses found in the table."""
 
-def present_statuses(rows: QuerySet) -> list[str]:
-    """Every status in the table, in order, one index probe each (a loose index scan on (status, id))."""
+
+def present_statuses(rows: QuerySet, limit: int | None = None) -> list[str]:
+    """Every status in the table (the first ``limit``), in order, one index probe each (a loose index scan on
+    (status, id))."""
     found: list[str] = []
-    while True:
+    while limit is None or len(found) < limit:
         later = rows if not found else rows.filter(status__gt=found[-1])
         status = later.order_by().aggregate(first=Min("status"))["first"]
         if status is None:
             return found
         found.append(status)
+    return found
+
+
+def status_suggestions(found: Iterable[str], *more: str) -> list[str]:
+    """What a status field suggests: the settable built-in statuses, then the custom ones among ``found`` and
+    ``more`` (e.g. the queue's default status), in order."""
+    custom = {s for s in (*found, *more) if s not in set(Status)}
+    return [*SETTABLE_STATUSES, *sorted(custom)]
+
+
+def queue_status_suggestions(message_class: type[QueueMessage]) -> list[str]:
+    """The suggestions for a status field of the queue: built-in statuses and the custom ones in its table."""
+    rows = message_class.queue_items()
+    return status_suggestions(present_statuses(rows, MAX_STATUS_SUGGESTIONS), default_status(message_class))
 
 
 @dataclass(frozen=True)

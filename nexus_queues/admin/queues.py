@@ -10,9 +10,10 @@ from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from ..enqueueing import enqueue
@@ -25,9 +26,21 @@ from .actions import delete_messages, not_row_ids, set_custom_status, set_pendin
 from .changelist import QueueChangeList
 from .examples import example_message
 from .filters import HasErrorFilter, StatusFilter
-from .forms import EnqueueForm, MessageJSONField, QueueItemForm, QueueSettingsForm, RowMoved, version_lookups
+from .forms import (
+    EnqueueForm,
+    MessageJSONField,
+    QueueItemForm,
+    QueueSettingsForm,
+    RowMoved,
+    StatusField,
+    StatusInput,
+    suggest_statuses,
+    version_lookups,
+)
+from .job_runs import with_seconds
 from .jobs import jobs_page_of
-from .overview import queue_overview
+from .overview import queue_overview, queue_status_suggestions, status_suggestions
+from .sites import queue_context
 
 STATUS_COLOURS = {
     Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
@@ -35,12 +48,19 @@ STATUS_COLOURS = {
 }
 CUSTOM_STATUS_COLOUR = "#8a6d00"
 SUMMARY_LENGTH = 80
+SHORT_ID_LENGTH = 8
+"""The change list shows this much of a correlation id; the whole id is the link's title."""
 
 
 def status_badge(status: str) -> str:
     """The status as a coloured label (custom statuses share one colour)."""
     colour = STATUS_COLOURS.get(status, CUSTOM_STATUS_COLOUR)  # type: ignore[call-overload]
     return format_html('<span class="nexus-status" style="background:{}">{}</span>', colour, status)
+
+
+def short_type(error_type: str) -> str:
+    """``builtins.ValueError`` -> ``ValueError``: the class name without its module."""
+    return error_type.rsplit(".", 1)[-1]
 
 
 def pretty_json(data: Any) -> str:
@@ -57,10 +77,11 @@ class QueueItemAdmin(admin.ModelAdmin):
     form = QueueItemForm
     change_list_template = "admin/nexus_queues/queue/change_list.html"
     change_form_template = "admin/nexus_queues/queue/change_form.html"
-    list_display = (
-        "id", "message_id", "status_label", "summary", "created_at", "updated_at", "process_at", "attempts",
-        "correlation_id",
-    )
+    delete_confirmation_template = "admin/nexus_queues/queue/delete_confirmation.html"
+    object_history_template = "admin/nexus_queues/queue/object_history.html"
+    # Narrow columns and a wide summary, to fit a 1400 px window beside the side bar and the filters. The rest
+    # (created, process-at, attempts, expiry, the whole correlation id, the error) is on the message's page.
+    list_display = ("id", "message_id", "status_label", "summary", "updated", "job_run_link")
     list_filter = (StatusFilter, ("created_at", admin.DateFieldListFilter),
                    ("updated_at", admin.DateFieldListFilter), HasErrorFilter)
     search_fields = ("=message_id", "message")
@@ -86,7 +107,33 @@ class QueueItemAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_label(self, item: QueueItem) -> str:
-        return status_badge(item.status)
+        """The badge; an Error row's exception type, a Sleeping row's time, beside it."""
+        badge = status_badge(item.status)
+        if item.status == Status.ERROR and item.error_type:
+            return format_html('{} <span class="nexus-error-type" title="{}: {}">{}</span>', badge, item.error_type,
+                               Truncator(item.error_message).chars(200), short_type(item.error_type))
+        if item.status == Status.SLEEPING and item.process_at:
+            return format_html('{} <span class="nexus-until" title="until {}">until {}</span>', badge,
+                               with_seconds(item.process_at), with_seconds(item.process_at))
+        return badge
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, item: QueueItem) -> str:
+        """The last change, the date above the time."""
+        day, time = with_seconds(item.updated_at).split(" ")
+        return format_html("{}<br>{}", day, time)
+
+    @admin.display(description="job run")
+    def job_run_link(self, item: QueueItem) -> str:
+        """The run that last leased the message, by the start of its correlation id."""
+        if not item.correlation_id:
+            return "-"
+        short = Truncator(item.correlation_id).chars(SHORT_ID_LENGTH + 1)
+        try:
+            url = reverse(f"{self.admin_site.name}:{_url_name(self.model)}_job_run", args=[item.correlation_id])
+        except NoReverseMatch:
+            return format_html('<span title="{}">{}</span>', item.correlation_id, short)
+        return format_html('<a href="{}" title="job run {}">{}</a>', url, item.correlation_id, short)
 
     @admin.display(description="message")
     def summary(self, item: QueueItem) -> str:
@@ -120,12 +167,28 @@ class QueueItemAdmin(admin.ModelAdmin):
         url = reverse(f"{self.admin_site.name}:nexus_queues_jobrun_change", args=[run.pk])
         return format_html('<a href="{}">{}</a>', url, run)
 
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """The message id only where the queue has identity."""
+        if self.model.message_class.has_identity:
+            return self.list_display
+        return tuple(name for name in self.list_display if name != "message_id")
+
     def get_fieldsets(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
-        """Read-only viewers see the stored JSON as text, even when it no longer fits the class."""
-        if self.has_change_permission(request, obj):
-            return self.fieldsets
-        _message, *rest = self.fieldsets
-        return ((None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")}), *rest)
+        """Read-only viewers see the stored JSON as text, even when it no longer fits the class. An error kept
+        from an earlier attempt is titled "Last error", never shown as the current one."""
+        message, *rest = self.fieldsets
+        if not self.has_change_permission(request, obj):
+            message = (None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")})
+        return (message, *(self._error_fieldset(obj) if name == "Error" else (name, options)
+                           for name, options in rest))
+
+    def _error_fieldset(self, obj: QueueItem | None) -> tuple[str, dict[str, Any]]:
+        fields = ("error_type", "error_message", "error_traceback_text")
+        if obj is None or obj.status == Status.ERROR or not obj.error_type:
+            return "Error", {"fields": fields}
+        note = (f"Not the current state: the message is {obj.status} now. This is what failed on an earlier "
+                "attempt; it stays until the message is processed or fails again.")
+        return "Last error", {"fields": fields, "description": note, "classes": ("nexus-last-error",)}
 
     def get_readonly_fields(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
         if self.has_change_permission(request, obj):
@@ -135,6 +198,8 @@ class QueueItemAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "message":
             return MessageJSONField(label="message")
+        if db_field.name == "status":
+            return StatusField(widget=StatusInput(queue_status_suggestions(self.model.message_class)))
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
@@ -176,8 +241,10 @@ class QueueItemAdmin(admin.ModelAdmin):
         moved during the save sends the operator back to it, with the reason."""
         if "_saveasnew" in request.POST:
             raise SuspiciousOperation("Save as new is not offered: enqueue a new message instead.")
+        context = {**queue_context(self.model.message_class), "title": self.model.message_class.queue_options.title,
+                   "subtitle": f"Message #{object_id}", **(extra_context or {})}
         try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
+            return super().changeform_view(request, object_id, form_url, context)
         except RowMoved as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
@@ -194,14 +261,30 @@ class QueueItemAdmin(admin.ModelAdmin):
         where = {} if action_location is None else {"action_location": action_location}
         return super().response_action(request, queryset, **where)
 
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = queue_context(self.model.message_class)
+        return super().delete_view(request, object_id, {**context, **(extra_context or {})})
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = {**queue_context(self.model.message_class), "title": f"Change history: message #{object_id}"}
+        return super().history_view(request, object_id, {**context, **(extra_context or {})})
+
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         overview = queue_overview(self.model.message_class, self.count_limit)
+        settings_form = QueueSettingsForm(
+            initial={"default_status": overview.default_status, "processing_enabled": overview.processing_enabled}
+        )
+        suggest_statuses(settings_form, status_suggestions(overview.counts, overview.default_status), "default_status")
         context = {
+            **queue_context(self.model.message_class),
+            "title": self.model.message_class.queue_options.title,
             "overview": overview,
             "status_badges": [(s, status_badge(s), n) for s, n in overview.counts.items()],
-            "settings_form": QueueSettingsForm(
-                initial={"default_status": overview.default_status, "processing_enabled": overview.processing_enabled}
-            ),
+            "settings_form": settings_form,
             "can_change_queue": self.has_change_permission(request),
             "queue_job": self._job_link(),
             **(extra_context or {}),
@@ -214,9 +297,28 @@ class QueueItemAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[Any]:
         opts = self.model._meta
-        name = f"{opts.app_label}_{opts.model_name}_queue_settings"
-        return [path("queue-settings/", self.admin_site.admin_view(self.queue_settings_view), name=name),
+        name = f"{opts.app_label}_{opts.model_name}"
+        view = self.admin_site.admin_view
+        return [path("queue-settings/", view(self.queue_settings_view), name=f"{name}_queue_settings"),
+                path("job-run/<str:correlation_id>/", view(self.job_run_view), name=f"{name}_job_run"),
                 *super().get_urls()]
+
+    def job_run_view(self, request: HttpRequest, correlation_id: str) -> HttpResponse:
+        """The page of the run with this correlation id; its messages, saying so, when the run is not recorded
+        (deleted, or written to no database this site reads)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = self.model.message_class.job_runs().filter(correlation_id=correlation_id).values_list("pk").first()
+        if run is not None:
+            try:
+                return HttpResponseRedirect(reverse(f"{self.admin_site.name}:nexus_queues_jobrun_change", args=run))
+            except NoReverseMatch:
+                pass
+        else:
+            self.message_user(request, f"No job run with correlation id {correlation_id} is recorded; here are the "
+                                       "messages it leased.", messages.WARNING)
+        changelist = reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist")
+        return HttpResponseRedirect(f"{changelist}?{urlencode({'correlation_id': correlation_id})}")
 
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
@@ -226,12 +328,14 @@ class QueueItemAdmin(admin.ModelAdmin):
             raise PermissionDenied
         message_class = self.model.message_class
         form = EnqueueForm(message_class, request.POST or None, initial={"message": example_message(message_class)})
+        suggest_statuses(form, queue_status_suggestions(message_class))
         if request.method == "POST" and form.is_valid():
             stored = self._enqueue(request, form)
             if stored:
                 return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
-        context = {**self.admin_site.each_context(request), "title": f"Enqueue a {message_class.queue_name()} message",
-                   "form": form, "opts": self.model._meta, "queue": message_class.queue_name()}
+        context = {**self.admin_site.each_context(request), **queue_context(self.model.message_class),
+                   "title": f"Enqueue a message: {message_class.queue_options.title}", "form": form,
+                   "opts": self.model._meta, "queue": message_class.queue_name()}
         return TemplateResponse(request, "admin/nexus_queues/queue/enqueue.html", context)
 
     def _enqueue(self, request: HttpRequest, form: EnqueueForm) -> bool:

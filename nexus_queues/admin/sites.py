@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.admin import AdminSite
 from django.http import HttpRequest
 
+from ..messages import QueueMessage
 from ..registry import registry
 
 QUEUES_APP_LABEL = "nexus_queues"
@@ -15,9 +16,30 @@ QUEUES_SECTION = "Queues"
 """The index section of this app (its verbose name), where queues without a category join job runs and jobs."""
 
 
+def section_of(message_class: type[QueueMessage]) -> str:
+    """The index section that lists the queue: its category, or "Queues"."""
+    return message_class.queue_options.category or QUEUES_SECTION
+
+
+def queue_context(message_class: type[QueueMessage]) -> dict[str, str]:
+    """What the queue's pages show in their breadcrumbs: the queue's title and its index section."""
+    return {"queue_title": message_class.queue_options.title, "queue_section": section_of(message_class)}
+
+
+def with_queue_titles(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each queue's line named with the queue's title ("Send order confirmation") rather than its model's."""
+    titles = {mc.queue_model: mc.queue_options.title for mc in registry}
+    return [_titled(app, titles) if any(e["model"] in titles for e in app["models"]) else app for app in app_list]
+
+
+def _titled(app: dict[str, Any], titles: dict[Any, str]) -> dict[str, Any]:
+    models = [{**entry, "name": titles.get(entry["model"], entry["name"])} for entry in app["models"]]
+    return {**app, "models": sorted(models, key=lambda entry: entry["name"].lower())}
+
+
 def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Move each queue out of its app into a section named for its category ("Queues" when it has none)."""
-    categories = {mc.queue_model: mc.queue_options.category or "Queues" for mc in registry}
+    categories = {mc.queue_model: section_of(mc) for mc in registry}
     sections: dict[str, list[dict[str, Any]]] = defaultdict(list)
     grouped = []
     for app in app_list:
@@ -58,7 +80,7 @@ def group_index_by_category(site: AdminSite) -> None:
     ungrouped = site.get_app_list
 
     def get_app_list(request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
-        app_list = ungrouped(request, app_label)
+        app_list = with_queue_titles(ungrouped(request, app_label))
         return app_list if app_label else group_queues_by_category(app_list)
 
     get_app_list.groups_queues = True  # type: ignore[attr-defined]

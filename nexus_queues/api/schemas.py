@@ -110,6 +110,12 @@ class Enqueued(Schema):
     superseded: list[Placed] = Field(description="Earlier versions of an id replaced later in the same request.")
 
 
+LAST_ERROR = (
+    "The last failed attempt's {} ('' when none). The current error only while status is Error: a retry "
+    "(Pending again) keeps it as the last error until the message is processed or fails again."
+)
+
+
 class Message(Schema):
     """A stored message with everything about it."""
 
@@ -124,9 +130,9 @@ class Message(Schema):
     lease_expires_at: datetime | None
     correlation_id: str | None
     attempts: int
-    error_type: str
-    error_message: str
-    error_traceback: str
+    error_type: str = Field(description=LAST_ERROR.format("exception's dotted type"))
+    error_message: str = Field(description=LAST_ERROR.format("exception's message"))
+    error_traceback: str = Field(description=LAST_ERROR.format("traceback"))
     created_at: datetime
     updated_at: datetime
     processed_at: datetime | None

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from nexus_queues import enqueue_many
 from nexus_queues.models import JobRun, PeriodicJobSettings
-from tests.testapp.queues import Greeting
+from tests.factories import ErrorFactory, ItemFactory, LeasedFactory, SleepingFactory
+from tests.testapp.queues import Audit, Greeting, Price, Product
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
 REQUIRED = os.environ.get("NEXUS_BROWSER_TESTS") == "required" or os.environ.get("CI") == "true"
@@ -32,6 +33,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 GREETINGS = "/admin/testapp/greetingqueueitem/"
+CRUMB = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 
 pytestmark = pytest.mark.skipif(not REQUIRED and not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 
@@ -173,3 +175,73 @@ def test_browser__job_runs_fit_1400_px(page: object) -> None:
     widths = page.evaluate("[document.documentElement.scrollWidth, document.querySelector('.results').scrollWidth, "
                            "document.querySelector('.results').clientWidth]")
     assert widths[0] <= 1400 and widths[1] <= widths[2]
+
+
+def fits_the_window(tab: object) -> None:
+    """Nothing scrolls sideways: neither the page nor the results table."""
+    widths = tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth, "
+                          "document.querySelector('.results').scrollWidth, "
+                          "document.querySelector('.results').clientWidth]")
+    assert widths[0] <= widths[1] == 1400 and widths[2] <= widths[3], widths
+
+
+def test_browser__change_list_fits_1400_px(page: object) -> None:
+    """A products list with long ids, long messages, every kind of row and an Error row's long exception type fits a
+    1400 px window, the summary the widest column; the Error row shows its exception's class; a correlation id
+    leads to its run's page."""
+    long_name = "Ergonomic office chair with adjustable lumbar support and breathable mesh back, " * 2
+    prices = [Price(currency="EUR", amount="1299.95"), Price(currency="USD", amount="1399.00")]
+    for n in range(3):
+        ItemFactory.create(queue=Product, message=Product(sku=f"SKU-{n}-{'X' * 60}", name=long_name, prices=prices))
+    ErrorFactory.create(queue=Product, message=Product(sku="SKU-ERR", name=long_name),
+                        error_type="shop.catalogue.integrations.errors.SupplierPriceFeedUnavailableError")
+    SleepingFactory.create(queue=Product, message=Product(sku="SKU-SLEEP", name=long_name))
+    leased = LeasedFactory.create(queue=Product, message=Product(sku="SKU-LEASED", name=long_name))
+    ItemFactory.create(queue=Product, message=Product(sku="SKU-HELD", name=long_name), status="Waiting for supplier")
+    run = JobRun.objects.create(job="tests.testapp.jobs.SyncProducts", queue="products", worker="w:1",
+                                correlation_id=leased.correlation_id, started_at=timezone.now(), leased=1)
+    page.goto("/admin/testapp/productqueueitem/")
+    page.wait_for_selector("#result_list")
+    screenshot(page, "change_list_1400")
+    fits_the_window(page)
+    widths = page.evaluate("[...document.querySelectorAll('#result_list thead th')].map(th => th.offsetWidth)")
+    summary = page.evaluate("document.querySelector('#result_list thead th.column-summary').offsetWidth")
+    assert summary == max(widths) and summary > sum(widths) / 3, widths
+    error_row = page.locator("#result_list tbody tr", has_text="SKU-ERR")
+    assert error_row.locator(".nexus-error-type").inner_text() == "SupplierPriceFeedUnavailableError"
+    page.locator("#result_list tbody tr", has_text="SKU-LEASED").locator(".field-job_run_link a").click()
+    page.wait_for_url(f"**/admin/nexus_queues/jobrun/{run.pk}/change/")
+    assert leased.correlation_id in page.inner_text("#content-main")
+
+
+def test_browser__status_datalist_suggests_and_takes_new_text(page: object) -> None:
+    """The message page's status box lists the built-in and the table's custom statuses, and saves a new one."""
+    ids = seed(pending=2, on_hold=1)
+    page.goto(f"{GREETINGS}{ids[0]}/change/")
+    box = page.locator("input[name=status]")
+    suggestions = box.evaluate("box => [...box.list.options].map(option => option.value)")
+    assert suggestions == ["Pending", "Processed", "Error", "Abandoned", "OnHold"]
+    box.fill("Parked for review")
+    screenshot(page, "status_datalist")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist")
+    assert Greeting.queue_model.objects.get(pk=ids[0]).status == "Parked for review"
+
+
+def test_browser__breadcrumbs_follow_the_index(page: object) -> None:
+    """From the index's Queues section, a queue named by its verbose name; its pages' breadcrumbs name the same
+    section and queue, and lead back to the list."""
+    enqueue_many([Audit(event="login")])
+    page.goto("/admin/")
+    section = page.locator("#content-main .module", has=page.locator("caption", has_text="Queues"))
+    section.locator("a", has_text="Audit trail").first.click()
+    page.wait_for_selector("#result_list")
+    assert page.inner_text("#queue-breadcrumbs") == f"Home {CRUMB} Queues {CRUMB} Audit trail"
+    assert page.inner_text("#content h1") == "Audit trail"
+    page.locator("#result_list tbody tr th a").first.click()
+    page.wait_for_selector("#queue-breadcrumbs a:has-text('Audit trail')")
+    trail = page.inner_text("#queue-breadcrumbs")
+    assert trail.startswith(f"Home {CRUMB} Queues {CRUMB} Audit trail {CRUMB} Message #")
+    screenshot(page, "breadcrumbs")
+    page.click("#queue-breadcrumbs a:has-text('Audit trail')")
+    page.wait_for_selector("#result_list")

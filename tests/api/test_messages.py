@@ -196,3 +196,12 @@ def test_openapi__describes_every_queue_body(admin):
     body = schema["paths"]["/nexus/queues/{name}"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     greetings = {"$ref": "#/components/schemas/queue.greetings"}
     assert {"oneOf": [greetings, {"type": "array", "items": greetings}]} in body["anyOf"]
+
+
+def test_openapi__error_fields_are_the_last_error(admin):
+    """The message schema says its error fields hold the last failed attempt's error, current only while Error."""
+    schema = Client().get("/nexus/openapi.json").json()
+    fields = schema["components"]["schemas"]["Message"]["properties"]
+    for name in ("error_type", "error_message", "error_traceback"):
+        assert fields[name]["description"].startswith("The last failed attempt's")
+        assert "The current error only while status is Error" in fields[name]["description"]

@@ -59,6 +59,17 @@ def test_message_class__options_and_defaults():
     assert Greeting.queue_options.health_status_when_errors is HealthStatus.UNHEALTHY
 
 
+def test_queue_options__title_is_the_verbose_name_or_the_queue_name_in_words(scratch):
+    """A queue's title is its class's verbose_name when it gives one, else its name with spaces, capitalised."""
+    assert Audit.queue_options.title == "Audit trail"
+    assert Greeting.queue_options.title == "Greetings"
+
+    class SendOrderConfirmation(QueueMessage, queue="send_order_confirmation"):
+        __module__ = SCRATCH_MODULE
+
+    assert SendOrderConfirmation.queue_options.title == "Send order confirmation"
+
+
 def test_autodiscovery__finds_queues_modules_and_settings_modules():
     """Each app's queues module and NEXUS_QUEUES["MODULES"] are imported at start-up."""
     assert {"greetings", "products", "inventory", "audits", "pings"} <= {c.queue_name() for c in registry}
@@ -78,6 +89,9 @@ def test_autodiscovery__finds_queues_modules_and_settings_modules():
         ({"queue": "ok", "default_status": "bad status!"}, "malformed"),
         ({"queue": "ok", "default_status": "Leased"}, "cannot be Leased"),
         ({"queue": "ok", "health_status_when_errors": "sad"}, "health_status_when_errors"),
+        ({"queue": "ok", "verbose_name": 5}, "verbose_name must be text"),
+        ({"queue": "ok", "verbose_name": " Padded"}, "without leading or trailing spaces"),
+        ({"queue": "ok", "verbose_name": "x" * 81}, "at most 80 characters"),
     ],
 )
 def test_message_class__bad_option_fails_at_import(options, error):

@@ -45,8 +45,10 @@ class Inventory(QueueMessageWithId, queue="inventory", keep_processed_for=timede
         return self.sku
 
 
-class Audit(QueueMessage, queue="audits", default_status="OnHold", keep_processed_for=None):
-    """Starts OnHold; keeps processed messages forever. A typed float and free-form details."""
+class Audit(
+    QueueMessage, queue="audits", default_status="OnHold", keep_processed_for=None, verbose_name="Audit trail"
+):
+    """Starts OnHold; keeps processed messages forever; its own verbose name. A typed float and free-form details."""
 
     event: str
     duration: float = 0.0
