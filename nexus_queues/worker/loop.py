@@ -19,13 +19,15 @@ from ..failures import message_of
 from ..jobs import QueueJob, jobs
 from ..models import QueueSettings
 from ..periodic_jobs import PeriodicJob, periodic_jobs
+from ..processes import ProcessKind
 from ..registry import registry
 from ..schedules import EPOCH
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
-from .housekeeping import tidy_queue
+from .housekeeping import forget_processes, tidy_queue
 from .periodic import PeriodicRunner
+from .presence import Presence
 from .runs import run_once
 from .timetables import QueueTimetable
 from .wakeups import Wakeups
@@ -85,6 +87,12 @@ class Worker:
         """Per queue, watching its job's leases and acknowledgements."""
         self.heartbeat = Heartbeat()
         self.stopping = False
+        self._activity = "starting"
+        self.presence = Presence(
+            kind=ProcessKind.WORKER, queues=[j.message_class.queue_name() for j in self.job_classes],
+            dispatches=dispatcher is not None, concurrency=self.concurrency, burst=burst,
+            activity=lambda: "stopping" if self.stopping else self._activity, runs=self.heartbeat.in_hand,
+        )
         self._next_tidy = -math.inf
         self._woken: set[str] = set()
         self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first sweep
@@ -103,17 +111,21 @@ class Worker:
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         self.heartbeat.start()
+        self.presence.start()
         pool = self._pool()
         try:
             while not self.stopping:
+                self._activity = "working"
                 pause = self.sweep(pool)
                 if pause is None:
                     break
+                self._activity = "sleeping"
                 self._woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
                 _shut_down(pool, self.concurrency)
             self.heartbeat.stop()
+            self.presence.stop()
             self.wakeups.close()
             reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
@@ -190,6 +202,13 @@ class Worker:
                     type(exc).__name__, message_of(exc), settings.WORKER_HOUSEKEEPING_INTERVAL,
                     extra={"action": "housekeeping_failed"},
                 )
+        try:
+            forget_processes()
+        except Exception as exc:
+            reset_connections()
+            logger.warning("Forgetting old worker processes failed (%s: %s); next try in %s.", type(exc).__name__,
+                           message_of(exc), settings.WORKER_HOUSEKEEPING_INTERVAL,
+                           extra={"action": "housekeeping_failed"})
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again (with the start requests and the periodic jobs' settings) at
