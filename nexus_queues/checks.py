@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from .conf import settings
 from .job_control import all_jobs
 from .registry import registry
 from .schedules import InvalidSchedule
@@ -17,6 +19,7 @@ def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
     checks.register(check_queue_names)
     checks.register(check_job_schedules)
+    checks.register(check_live_worker_settings)
     checks.register(check_tables, checks.Tags.database)
 
 
@@ -49,6 +52,26 @@ def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 obj=job, id="nexus_queues.E001",
             ))
     return problems
+
+
+LIVE_WORKER_SETTINGS = ("WORKER_HEARTBEAT_INTERVAL", "WORKER_GONE_AFTER", "WORKER_PROCESS_RETENTION",
+                        "HEALTH_NO_WORKER_GRACE")
+
+
+def check_live_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The live workers' times are positive timedeltas, and a process is gone only after missing a heartbeat."""
+    bad = [name for name in LIVE_WORKER_SETTINGS
+           if not isinstance(getattr(settings, name), timedelta) or getattr(settings, name) <= timedelta(0)]
+    if bad:
+        return [checks.Error(f"NEXUS_QUEUES[{name!r}] must be a positive timedelta, got {getattr(settings, name)!r}.",
+                             id="nexus_queues.E002") for name in bad]
+    if settings.WORKER_GONE_AFTER <= settings.WORKER_HEARTBEAT_INTERVAL:
+        return [checks.Error(
+            f"NEXUS_QUEUES['WORKER_GONE_AFTER'] ({settings.WORKER_GONE_AFTER}) is not longer than "
+            f"WORKER_HEARTBEAT_INTERVAL ({settings.WORKER_HEARTBEAT_INTERVAL}): live processes would show as gone.",
+            hint="Make WORKER_GONE_AFTER several heartbeats long.", id="nexus_queues.E002",
+        )]
+    return []
 
 
 def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -69,6 +69,16 @@ class Settings:
     WORKER_MAX_BACKOFF: timedelta = timedelta(seconds=30)
     """The longest pause between reconnection attempts while the database is away."""
 
+    WORKER_HEARTBEAT_INTERVAL: timedelta = timedelta(seconds=10)
+    """How often each worker and dispatch process records that it is alive, and what it is doing, in its row of the
+    live workers (``nexus_worker_process``)."""
+
+    WORKER_GONE_AFTER: timedelta = timedelta(seconds=60)
+    """A process not heard from for this long (and not stopped) shows as gone: keep it several heartbeats long."""
+
+    WORKER_PROCESS_RETENTION: timedelta = timedelta(days=1)
+    """How long housekeeping keeps the rows of stopped and gone processes."""
+
     DISPATCH_BATCH_SIZE: int = 100
     """Due messages dispatched per transaction."""
 
@@ -80,6 +90,10 @@ class Settings:
 
     ADMIN: bool = True
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
+
+    HEALTH_NO_WORKER_GRACE: timedelta = timedelta(minutes=3)
+    """A queue turns unhealthy when its Pending messages have had no live worker (or its Sleeping ones no live
+    dispatch loop) for this long; a queue's ``health_needs_worker=False`` turns this off."""
 
     HEALTH_WARNINGS_AS_ERRORS: bool = True
     """Does a degraded queue (a health warning) make the health page answer 500? False: 200, warning shown."""

@@ -128,6 +128,10 @@ class JobRegistry:
             known = ", ".join(sorted(self._jobs)) or "none"
             raise NotRegistered(f"No job processes queue {queue!r}. Queues with jobs: {known}.") from None
 
+    def __contains__(self, queue: object) -> bool:
+        """Does a job process ``queue``?"""
+        return queue in self._jobs
+
     def __iter__(self) -> Iterator[type[QueueJob]]:
         return iter(sorted(self._jobs.values(), key=lambda j: j.message_class.queue_name()))
 

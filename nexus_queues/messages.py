@@ -48,6 +48,9 @@ class QueueOptions:
     """The health check turns unhealthy when more messages than this are Pending (None: no limit)."""
     health_max_pending_age: timedelta | None = None
     """The health check turns unhealthy when a message has waited Pending longer than this (None: no limit)."""
+    health_needs_worker: bool = True
+    """The health check turns unhealthy when Pending messages have no live worker (Sleeping ones no live dispatch
+    loop) for longer than ``HEALTH_NO_WORKER_GRACE``; False for a queue that runs only in bursts."""
     database: str = "default"
     default_status: str = Status.PENDING
     name_derived: bool = False
@@ -119,6 +122,7 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
         default_status=default_status, health_status_when_errors=health,
         category=str(kwargs.pop("category", "") or ""), verbose_name=_verbose_name(cls, kwargs),
         health_check=bool(kwargs.pop("health_check", True)),
+        health_needs_worker=_flag(cls, "health_needs_worker", kwargs.pop("health_needs_worker", True)),
         name_derived=name_derived,
     )
 
@@ -131,6 +135,12 @@ def _verbose_name(cls: type, kwargs: dict[str, Any]) -> str:
             "without leading or trailing spaces."
         )
     return name
+
+
+def _flag(cls: type, name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{cls.__qualname__}: {name} must be True or False, got {value!r}.")
+    return value
 
 
 def _health_thresholds(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +158,7 @@ class QueueMessage(BaseModel):
 
     Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``, ``verbose_name``,
     ``health_status_when_errors``, ``health_check``, ``health_max_pending``, ``health_max_pending_age``,
-    ``database``, ``default_status``,
+    ``health_needs_worker``, ``database``, ``default_status``,
     ``abstract`` (a base with shared fields, no queue).
     """
 

@@ -15,6 +15,7 @@ from django.db.models import Q
 from . import updates
 from .exceptions import ConfigurationError
 from .fields import MessageField
+from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)
 from .status import MAX_STATUS_LENGTH, Status
 
 if TYPE_CHECKING:

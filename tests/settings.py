@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -63,7 +64,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
 if os.environ.get("NEXUS_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]
 
-NEXUS_QUEUES = {"MODULES": ["tests.testapp.more_queues"]}
+NEXUS_QUEUES: dict[str, object] = {"MODULES": ["tests.testapp.more_queues"]}
+# The worker processes' heartbeats, quick in the tests that watch them.
+if os.environ.get("NEXUS_TEST_HEARTBEAT_INTERVAL"):
+    NEXUS_QUEUES["WORKER_HEARTBEAT_INTERVAL"] = timedelta(seconds=float(os.environ["NEXUS_TEST_HEARTBEAT_INTERVAL"]))
 # The RabbitMQ bridge's tests use the real broker; a subprocess gets its test's delay prefix by the environment.
 NEXUS_RABBITMQ = {
     "URL": env("NEXUS_TEST_RABBITMQ_URL", default="amqp://guest:guest@127.0.0.1:5672/%2F"),

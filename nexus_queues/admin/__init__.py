@@ -1,4 +1,5 @@
-"""The Django admin for queues: one page per queue, grouped by category, plus job runs and the jobs page.
+"""The Django admin for queues: one page per queue, grouped by category, plus job runs, worker processes and the jobs
+page.
 
 :func:`register_queues` runs from the app's ``ready()`` (after queues are discovered) unless
 ``NEXUS_QUEUES["ADMIN"]`` is False; call it yourself for another :class:`AdminSite`.
@@ -10,22 +11,28 @@ from django.contrib import admin
 
 from ..conf import settings
 from ..models import JobRun
+from ..processes import WorkerProcess
 from ..registry import registry
 from .job_runs import JobRunAdmin
 from .jobs import JobsPage, add_jobs_page
+from .processes import WorkerProcessAdmin
 from .queues import QueueItemAdmin
 from .sites import group_index_by_category, group_queues_by_category
 
-__all__ = ["JobRunAdmin", "JobsPage", "QueueItemAdmin", "autoregister", "group_queues_by_category", "register_queues"]
+__all__ = ["JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin", "autoregister",
+           "group_queues_by_category", "register_queues"]
 
 
 def register_queues(site: admin.AdminSite) -> None:
-    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, job runs, and the jobs page."""
+    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, job runs, worker processes, and the
+    jobs page."""
     for message_class in registry:
         if not site.is_registered(message_class.queue_model):
             site.register(message_class.queue_model, QueueItemAdmin)
     if not site.is_registered(JobRun):
         site.register(JobRun, JobRunAdmin)
+    if not site.is_registered(WorkerProcess):
+        site.register(WorkerProcess, WorkerProcessAdmin)
     # First, so that the index's grouping sees the Jobs line in the Queues section.
     add_jobs_page(site)
     group_index_by_category(site)

@@ -14,10 +14,12 @@ from django.utils import timezone
 from ..backends import backend_for
 from ..conf import settings
 from ..messages import QueueMessage
+from ..processes import ProcessKind
 from ..quarantine import read_around
 from ..registry import registry
 from ..status import Status
 from .breaker import CircuitBreakers, reset_connections
+from .presence import Presence
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.dispatch")
@@ -94,6 +96,9 @@ class DispatchLoop:
         aliases = [c.queue_options.database for c in registry] or ["default"]
         self.wakeups = Wakeups(aliases, listen=settings.WORKER_LISTEN if listen is None else listen)
         self.stopping = False
+        self._activity = "starting"
+        self.presence = Presence(kind=ProcessKind.DISPATCH, dispatches=True, burst=burst,
+                                 activity=lambda: "stopping" if self.stopping else self._activity)
 
     def stop(self) -> None:
         """End the loop after the current step."""
@@ -104,17 +109,21 @@ class DispatchLoop:
         """Loop until :meth:`stop` (or, with ``burst``, until nothing more is due now)."""
         self.wakeups.connect()
         logger.info("Dispatch loop started.", extra={"action": "started"})
+        self.presence.start()
         try:
             while not self.stopping:
                 reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
                 started = time.monotonic()
+                self._activity = "dispatching"
                 pause = self.dispatcher.step()
                 if self.burst and pause > 0:
                     break
                 # The pause counts from the step's start, so that a message is not late by the step's time.
                 if (pause := pause - (time.monotonic() - started)) > 0:
+                    self._activity = "sleeping"
                     self.wakeups.wait(pause)
         finally:
+            self.presence.stop()
             self.wakeups.close()
             reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})

@@ -55,6 +55,11 @@ class Heartbeat(threading.Thread):
         with self._lock:
             self._held.pop(correlation_id, None)
 
+    def in_hand(self) -> list[dict[str, str]]:
+        """The runs whose leases are held: their queue and correlation id."""
+        held = self._held.copy()  # one C call under the GIL: safe while a run thread holds or releases
+        return [{"queue": h.items[0].message_class.queue_name(), "correlation_id": cid} for cid, h in held.items()]
+
     def stop(self) -> None:
         """End the thread."""
         self._stopped = True

@@ -1,5 +1,5 @@
 """Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go, and so
-do old job runs."""
+do old job runs and the rows of processes long stopped or gone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ..conf import settings
 from ..leasing import abandon_expired, abandon_expired_leases
 from ..messages import QueueMessage
 from ..models import JobRun, QueueItemQuerySet
+from ..processes import WorkerProcess
 from ..registry import registry
 from ..status import Status
 
@@ -59,6 +60,20 @@ def purge_job_runs(alias: str, now: datetime | None = None) -> int:
             deleted += runs.filter(id__in=expired).delete()[0]
         if len(expired) < size:  # a run within the retention (ids grow with time), or the table's end
             return deleted
+
+
+def forget_processes(now: datetime | None = None) -> int:
+    """Delete the rows of worker and dispatch processes stopped or gone longer than ``WORKER_PROCESS_RETENTION``
+    ago, in every database that holds queues; how many."""
+    now = now or timezone.now()
+    aliases = {message_class.queue_options.database for message_class in registry} | {"default"}
+    return sum(_forget(alias, now) for alias in sorted(aliases))
+
+
+def _forget(alias: str, now: datetime) -> int:
+    old = WorkerProcess.objects.using(alias).forgettable(now)
+    ids = list(old.values_list("pk", flat=True)[: settings.WORKER_CLEANUP_BATCH_SIZE])
+    return WorkerProcess.objects.using(alias).filter(pk__in=ids).delete()[1].get(WorkerProcess._meta.label, 0)
 
 
 def _kept_for(message_class: type[QueueMessage]) -> timedelta | None:

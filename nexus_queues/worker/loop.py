@@ -21,13 +21,15 @@ from ..jobs import QueueJob, jobs
 from ..messages import QueueMessage
 from ..models import QueueSettings
 from ..periodic_jobs import PeriodicJob, periodic_jobs
+from ..processes import ProcessKind
 from ..registry import registry
 from ..schedules import EPOCH
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
-from .housekeeping import purge_job_runs, tidy_queue
+from .housekeeping import forget_processes, purge_job_runs, tidy_queue
 from .periodic import PeriodicRunner
+from .presence import Presence
 from .runs import run_once
 from .timetables import QueueTimetable
 from .wakeups import Wakeups
@@ -87,6 +89,12 @@ class Worker:
         """Per queue, watching its job's leases and acknowledgements."""
         self.heartbeat = Heartbeat()
         self.stopping = False
+        self._activity = "starting"
+        self.presence = Presence(
+            kind=ProcessKind.WORKER, queues=[j.message_class.queue_name() for j in self.job_classes],
+            dispatches=dispatcher is not None, concurrency=self.concurrency, burst=burst,
+            activity=lambda: "stopping" if self.stopping else self._activity, runs=self.heartbeat.in_hand,
+        )
         self._next_tidy = -math.inf
         self._woken: set[str] = set()
         self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first sweep
@@ -105,17 +113,21 @@ class Worker:
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         self.heartbeat.start()
+        self.presence.start()
         pool = self._pool()
         try:
             while not self.stopping:
+                self._activity = "working"
                 pause = self.sweep(pool)
                 if pause is None:
                     break
+                self._activity = "sleeping"
                 self._woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
                 _shut_down(pool, self.concurrency)
             self.heartbeat.stop()
+            self.presence.stop()
             self.wakeups.close()
             reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
@@ -188,6 +200,7 @@ class Worker:
         databases = {c.queue_options.database for c in registry} | {job.database for job in periodic_jobs}
         for alias in sorted(databases):
             _chore(f"the job runs on {alias}", partial(_purge_runs, alias))
+        _chore("the old worker processes", forget_processes)
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:
         """The jobs whose processing is on, read again (with the start requests and the periodic jobs' settings) at
@@ -323,7 +336,7 @@ def _shut_down(pool: ThreadPoolExecutor, threads: int) -> None:
     pool.shutdown(wait=True)
 
 
-def _chore(what: str, work: Callable[[], None]) -> None:
+def _chore(what: str, work: Callable[[], object]) -> None:
     """``work()``; a failure is logged naming ``what``, and the next housekeeping tries again."""
     try:
         work()

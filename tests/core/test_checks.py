@@ -1,9 +1,11 @@
 """System checks: missing queue tables and indexes are reported with how to fix them."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 
-from nexus_queues.checks import check_tables
+from nexus_queues.checks import check_live_worker_settings, check_tables
 from tests.testapp.queues import Greeting
 
 
@@ -70,3 +72,23 @@ def test_check_job_schedules__names_the_job_with_a_bad_schedule():
     finally:
         periodic_jobs._jobs.pop(Garbled.name())
     assert check_job_schedules() == []
+
+
+def test_check_live_worker_settings__quiet_by_default():
+    assert check_live_worker_settings() == []
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("WORKER_HEARTBEAT_INTERVAL", 10), ("HEALTH_NO_WORKER_GRACE", timedelta(0)),
+    ("WORKER_PROCESS_RETENTION", timedelta(seconds=-1)),
+])
+def test_check_live_worker_settings__names_a_bad_time(settings, name, value):
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, name: value}
+    [error] = check_live_worker_settings()
+    assert error.id == "nexus_queues.E002" and name in error.msg and "positive timedelta" in error.msg
+
+
+def test_check_live_worker_settings__gone_after_must_outlast_a_heartbeat(settings):
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "WORKER_GONE_AFTER": timedelta(seconds=10)}
+    [error] = check_live_worker_settings()
+    assert error.id == "nexus_queues.E002" and "live processes would show as gone" in error.msg

@@ -18,10 +18,11 @@ from nexus_queues.counting import AtLeast
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.messages import HealthStatus
+from nexus_queues.processes import NEVER, WorkerProcess, WorkerProcessQueue
 from nexus_queues.worker.breaker import reset_connections
 from tests.commands import kill_other_connections
 from tests.factories import GreetingFactory
-from tests.testapp.queues import Greeting
+from tests.testapp.queues import Audit, Greeting
 
 CALM = QueueState(failed=0, pending=0, oldest_pending_wait=None)
 
@@ -90,7 +91,7 @@ def test_evaluate__worst_finding_wins_and_all_are_reported():
 @pytest.mark.parametrize(
     ("keyword", "value"),
     [("health_max_pending", -1), ("health_max_pending", True), ("health_max_pending", "10"),
-     ("health_max_pending_age", timedelta(0)), ("health_max_pending_age", 60)],
+     ("health_max_pending_age", timedelta(0)), ("health_max_pending_age", 60), ("health_needs_worker", "no")],
 )
 def test_queue_options__bad_threshold_is_configuration_error(keyword, value):
     with pytest.raises(ConfigurationError, match=keyword):
@@ -140,7 +141,7 @@ def test_queue_state__never_reads_the_whole_table():
     enqueue_many(GreetingFactory.build_batch(3))
     with CaptureQueriesContext(connection) as queries:
         queue_state(Greeting)
-    assert len(queries) == 3
+    assert len(queries) == 4
     assert all("LIMIT" in query["sql"].upper() for query in queries), [q["sql"] for q in queries]
 
 
@@ -279,3 +280,116 @@ def test_check__killed_connection_is_unavailable():
             QueueCheck(queue="greetings").run()
     finally:
         reset_connections()  # the killed one, so that the test database can be flushed
+
+
+# --- live workers and dispatch loops ----------------------------------------------------
+
+GRACE = timedelta(minutes=3)
+WAITING = dataclasses.replace(CALM, pending=2, oldest_pending_wait=timedelta(minutes=4))
+
+
+def test_evaluate__pending_without_a_live_worker_past_the_grace_is_unhealthy():
+    """Pending messages that waited past the grace, with no live worker for longer than it: unhealthy, the reason
+    saying how long; a live worker (None), a shorter wait or a shorter absence: healthy."""
+    health = evaluate(dataclasses.replace(WAITING, no_worker_for=timedelta(minutes=5)), options(), GRACE)
+    assert health.status == HealthStatus.UNHEALTHY
+    assert health.reasons == ("Pending messages but no live worker for 5 min",)
+    assert evaluate(WAITING, options(), GRACE).status == HealthStatus.HEALTHY
+    assert evaluate(dataclasses.replace(WAITING, no_worker_for=timedelta(minutes=2)), options(), GRACE).reasons == ()
+    recent = dataclasses.replace(WAITING, oldest_pending_wait=timedelta(minutes=2), no_worker_for=NEVER)
+    assert evaluate(recent, options(), GRACE).status == HealthStatus.HEALTHY
+
+
+def test_evaluate__no_worker_ever_seen_and_opting_out():
+    """A worker never seen reads "no live worker seen"; a queue with health_needs_worker=False stays healthy."""
+    state = dataclasses.replace(WAITING, no_worker_for=NEVER)
+    assert evaluate(state, options(), GRACE).reasons == ("Pending messages but no live worker seen",)
+    assert evaluate(state, options(health_needs_worker=False), GRACE).status == HealthStatus.HEALTHY
+
+
+def test_evaluate__sleeping_without_a_live_dispatch_loop_is_unhealthy():
+    state = dataclasses.replace(CALM, sleeping_wait=timedelta(hours=1), no_dispatch_for=timedelta(hours=2))
+    health = evaluate(state, options(), GRACE)
+    assert health.status == HealthStatus.UNHEALTHY
+    assert health.reasons == ("Sleeping messages but no live dispatch loop for 2 h",)
+    assert evaluate(dataclasses.replace(state, no_dispatch_for=None), options(), GRACE).reasons == ()
+
+
+def test_evaluate__grace_defaults_to_the_setting(settings):
+    state = dataclasses.replace(WAITING, no_worker_for=timedelta(minutes=5))
+    assert evaluate(state, options()).status == HealthStatus.UNHEALTHY
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "HEALTH_NO_WORKER_GRACE": timedelta(minutes=10)}
+    assert evaluate(state, options()).status == HealthStatus.HEALTHY
+
+
+def process(*queues, seen, stopped=False, dispatches=False):
+    row = WorkerProcess.objects.create(
+        kind="dispatch" if dispatches and not queues else "worker", host="host", pid=1, version="0",
+        started_at=seen - timedelta(hours=1), last_seen_at=seen, stopped_at=seen if stopped else None,
+        dispatches=dispatches, doing="sleeping",
+    )
+    WorkerProcessQueue.objects.bulk_create(WorkerProcessQueue(process=row, queue=q) for q in queues)
+    return row
+
+
+@pytest.mark.django_db
+def test_queue_health__pending_with_no_live_worker_turns_unhealthy_after_the_grace():
+    """No worker for greetings: healthy while its message is younger than the grace, unhealthy after; a live
+    worker of another queue does not count, one of greetings does; a worker stopped 10 minutes ago is named."""
+    enqueue_many([GreetingFactory()])
+    now = timezone.now()
+    assert queue_health(Greeting, now + timedelta(minutes=2)).status == HealthStatus.HEALTHY
+    later = now + timedelta(minutes=4)
+    process("pings", seen=later)
+    assert queue_health(Greeting, later).summary == "Pending messages but no live worker seen"
+    stopped = process("greetings", "pings", seen=later - timedelta(minutes=10), stopped=True)
+    assert queue_health(Greeting, later).summary == "Pending messages but no live worker for 10 min"
+    process("greetings", seen=later - timedelta(seconds=20))
+    assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+    silent = later + timedelta(minutes=4)  # the live one went silent: gone after WORKER_GONE_AFTER, then the grace
+    assert queue_health(Greeting, silent).summary == "Pending messages but no live worker for 4 min"
+    assert stopped.state(later) == "stopped"
+
+
+@pytest.mark.django_db
+def test_queue_health__opted_out_and_jobless_queues_need_no_worker(greeting_options):
+    """health_needs_worker=False, or a queue no job processes (audits), stays healthy without workers."""
+    enqueue_many([GreetingFactory()])
+    enqueue_many([Audit(event="a")], status=Status.PENDING)
+    later = timezone.now() + timedelta(hours=1)
+    assert queue_health(Audit, later).status == HealthStatus.HEALTHY
+    assert queue_health(Greeting, later).status == HealthStatus.UNHEALTHY
+    greeting_options(health_needs_worker=False)
+    assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+
+
+@pytest.mark.django_db
+def test_queue_health__sleeping_needs_a_live_dispatch_loop():
+    """A Sleeping message past the grace with no dispatch loop is unhealthy; a live worker without dispatch does
+    not help, one running ``--with-dispatch`` (or ``nexus_dispatch``) does."""
+    now = timezone.now()
+    enqueue_many([GreetingFactory()], at=now + timedelta(days=1))
+    later = now + timedelta(minutes=4)
+    assert queue_health(Greeting, now + timedelta(minutes=2)).status == HealthStatus.HEALTHY
+    process("greetings", seen=later)
+    assert queue_health(Greeting, later).summary == "Sleeping messages but no live dispatch loop seen"
+    process("greetings", seen=later, dispatches=True)
+    assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+    WorkerProcess.objects.all().delete()
+    process(seen=later, dispatches=True)
+    assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+
+
+@pytest.mark.django_db
+def test_queue_state__looks_for_workers_only_past_the_grace_in_one_query():
+    """Fresh messages cost no look-up of the workers; past the grace, one query each for workers and dispatch."""
+    now = timezone.now()
+    enqueue_many([GreetingFactory()])
+    enqueue_many([GreetingFactory()], at=now + timedelta(days=1))
+    with CaptureQueriesContext(connection) as fresh:
+        queue_state(Greeting, now)
+    with CaptureQueriesContext(connection) as late:
+        queue_state(Greeting, now + timedelta(minutes=4))
+    assert len(fresh) == 4
+    looked_up = [q["sql"] for q in late[4:]]
+    assert len(looked_up) == 2 and all("nexus_worker_process" in sql for sql in looked_up)

@@ -1,4 +1,5 @@
-"""Housekeeping: expired leases become Abandoned, old Processed rows and expired messages are deleted."""
+"""Housekeeping: expired leases become Abandoned; old Processed rows, expired messages, old job runs and the rows of
+processes long stopped or gone are deleted."""
 
 from datetime import timedelta
 
@@ -8,6 +9,8 @@ from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many, lease
 from nexus_queues.models import JobRun
+from nexus_queues.processes import WorkerProcess, WorkerProcessQueue
+from nexus_queues.worker import housekeeping
 from nexus_queues.worker.housekeeping import drop_expired, purge_job_runs, purge_processed, tidy, tidy_queue
 from tests.factories import GreetingFactory, LeasedFactory, PendingFactory, ProcessedFactory
 from tests.testapp.queues import Audit, Greeting, Inventory
@@ -99,3 +102,25 @@ def test_purge_job_runs__stops_at_the_first_run_within_the_retention():
     _runs_started(timedelta(days=30), timedelta(days=1), timedelta(days=30), timedelta(days=30))
     assert purge_job_runs("default") == 1
     assert JobRun.objects.count() == 3
+
+
+def test_forget_processes__deletes_only_rows_silent_past_the_retention():
+    """Stopped and gone processes last heard from before the retention go (their queue rows with them); live ones,
+    and those stopped or gone more recently, stay."""
+    now = timezone.now()
+    day = timedelta(days=1)
+
+    def process(seen, stopped):
+        row = WorkerProcess.objects.create(kind="worker", host="h", pid=1, version="0", started_at=seen - day,
+                                           last_seen_at=seen, stopped_at=seen if stopped else None, doing="idle")
+        WorkerProcessQueue.objects.create(process=row, queue="greetings")
+        return row
+
+    old_stopped, old_gone = process(now - day - timedelta(seconds=1), True), process(now - day * 2, False)
+    kept = {process(now - day + timedelta(seconds=1), True).pk, process(now - timedelta(hours=2), False).pk,
+            process(now, False).pk}
+    assert housekeeping.forget_processes(now) == 2
+    assert set(WorkerProcess.objects.values_list("pk", flat=True)) == kept
+    assert set(WorkerProcessQueue.objects.values_list("process", flat=True)) == kept
+    assert not WorkerProcess.objects.filter(pk__in=[old_stopped.pk, old_gone.pk]).exists()
+    assert housekeeping.forget_processes(now) == 0

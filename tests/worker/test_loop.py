@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
 from nexus_queues.conf import settings
-from nexus_queues.models import JobRun
+from nexus_queues.models import JobRun, WorkerProcess
 from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 from tests.commands import reports
@@ -225,6 +225,15 @@ def test_worker__housekeeping_runs_once_per_interval(clock):
     clock.advance(1)
     worker.sweep()
     assert set(Greeting.queue_model.objects.values_list("status", flat=True)) == {Status.ABANDONED}
+
+
+def test_worker__housekeeping_forgets_old_processes(clock):
+    """A sweep's housekeeping deletes the rows of processes gone longer than WORKER_PROCESS_RETENTION."""
+    long_ago = timezone.now() - settings.WORKER_PROCESS_RETENTION - timedelta(minutes=1)
+    WorkerProcess.objects.create(kind="worker", host="h", pid=1, version="0", started_at=long_ago,
+                                 last_seen_at=long_ago, doing="sleeping")
+    Worker(job_classes=[GreetingJob], listen=False, clock=clock).sweep()
+    assert not WorkerProcess.objects.exists()
 
 
 def test_worker__returned_datetime_runs_the_message_again_then(reported):
