@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.db import NotSupportedError
@@ -35,6 +36,19 @@ class CheckedChangeList(ChangeList):
     def read_results(self, request: HttpRequest) -> None:
         """Read the page of results and the counts (Django's ``get_results``)."""
         super().get_results(request)
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """The admin of rows the workers write (job runs, worker processes): listed and read, never added or changed."""
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[CheckedChangeList]:
+        return CheckedChangeList
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 class QueueChangeList(CheckedChangeList):

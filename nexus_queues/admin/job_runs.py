@@ -4,10 +4,8 @@ tick, outcome and traceback."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -17,7 +15,7 @@ from ..exceptions import NotRegistered
 from ..job_control import outcome
 from ..models import JobRun
 from ..registry import registry
-from .changelist import CheckedChangeList
+from .changelist import RecordAdmin
 
 
 def with_seconds(moment: datetime | None) -> str:
@@ -39,7 +37,7 @@ def outcome_badge(run: JobRun) -> str:
     return format_html('<span class="nexus-outcome nexus-outcome-{}">{}</span>', found, found)
 
 
-class JobRunAdmin(admin.ModelAdmin):
+class JobRunAdmin(RecordAdmin):
     """Browse job runs by queue, job, time and correlation id."""
 
     # Few, narrow columns, so that the list fits a 1400 px window beside the side bar and the filters.
@@ -101,11 +99,3 @@ class JobRunAdmin(admin.ModelAdmin):
         return format_html('<a href="{}?correlation_id={}">{} messages with correlation id {}</a>',
                            url, run.correlation_id, run.queue, run.correlation_id)
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[CheckedChangeList]:
-        return CheckedChangeList
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: JobRun | None = None) -> bool:
-        return False

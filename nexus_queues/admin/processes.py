@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -12,11 +10,11 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from ..processes import WorkerProcess
-from .changelist import CheckedChangeList
+from .changelist import RecordAdmin
 from .job_runs import with_seconds
 
 
-class WorkerProcessAdmin(admin.ModelAdmin):
+class WorkerProcessAdmin(RecordAdmin):
     """Worker and dispatch processes, newest first: live (green), stopped (grey) or gone (red)."""
 
     list_display = ("kind", "address", "queue_names", "state_label", "started", "last_seen", "doing_now", "version")
@@ -65,14 +63,6 @@ class WorkerProcessAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkerProcess]:
         return super().get_queryset(request).prefetch_related("queues")
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[CheckedChangeList]:
-        return CheckedChangeList
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
         return False
