@@ -92,8 +92,7 @@ def state_of(job: Job, now: datetime | None = None) -> JobState:
         last = message_class.job_runs().order_by("-started_at").first()
         queue, category = message_class.queue_name(), message_class.queue_options.category
     else:
-        found = _settings(job).first()
-        enabled = found is None or found.enabled
+        enabled = _enabled(job)
         last = JobRun.objects.using(job.database).filter(job=job.name(), tick__isnull=False).order_by("-tick").first()
         queue, category = "", job.category
     return JobState(
@@ -124,9 +123,9 @@ def run_now(job: Job) -> None:
             raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
         request_start(job.message_class)
         return
-    if not state_of(job).enabled:
-        raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
     with backend_for(job.database).write_transaction():
+        if not _enabled(job):
+            raise JobSwitchedOff(f"{job.name()} is switched off: switch it on to run it.")
         now = timezone.now()
         PeriodicJobSettings.objects.using(job.database).update_or_create(
             job=job.name(), defaults={"run_requested_at": now},
@@ -153,6 +152,12 @@ def is_scheduled(message_class: type[QueueMessage]) -> bool:
         return jobs.get(message_class.queue_name()).schedule is not None
     except NotRegistered:
         return False
+
+
+def _enabled(job: type[PeriodicJob]) -> bool:
+    """Is the periodic job on? A job without a settings row is (workers create it on; an operator may delete it)."""
+    found = _settings(job).first()
+    return found is None or found.enabled
 
 
 def _settings(job: type[PeriodicJob]) -> QuerySet[PeriodicJobSettings]:
