@@ -78,15 +78,13 @@ class PeriodicRunner:
 
 
 def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]], now: datetime) -> None:
-    names = [job.name() for job in group]
+    """Create the missing settings rows and start a timetable per job; the settings read that follows moves each
+    timetable on to the ticks already handled (a job that does not catch up starts at ``now`` all the same)."""
     PeriodicJobSettings.objects.using(alias).bulk_create(
-        [PeriodicJobSettings(job=name, ticks_since=now) for name in names], ignore_conflicts=True
+        [PeriodicJobSettings(job=job.name(), ticks_since=now) for job in group], ignore_conflicts=True
     )
-    handled = dict(PeriodicJobSettings.objects.using(alias).filter(job__in=names).values_list("job", "ticks_since"))
     for job in group:
-        since = handled.get(job.name(), now) if job.catch_up else now
-        # A request still standing is unanswered: answering one clears it.
-        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), since, request_since=EPOCH)
+        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), EPOCH if job.catch_up else now)
 
 
 def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:

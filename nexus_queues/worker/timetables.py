@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..schedules import Schedule
+from ..schedules import EPOCH, Schedule
 
 
 class QueueTimetable:
@@ -33,12 +33,13 @@ class PeriodicTimetable:
     """What a worker should try to claim of a periodic job: the latest tick after the last one handled (ticks missed
     while no worker ran collapse into one), and a run request newer than the last one handled."""
 
-    def __init__(self, schedule: Schedule, since: datetime, request_since: datetime) -> None:
+    def __init__(self, schedule: Schedule, since: datetime) -> None:
         self.schedule = schedule
         self.since = since
         """Ticks after this time are still to be handled."""
-        self.request_since = request_since
-        """Requests after this time are still to be handled."""
+        self.request_since = EPOCH
+        """Requests after this time are still to be handled (a request still stored is unanswered: answering one
+        clears it)."""
         self.next_tick = schedule.following(since)
 
     def due_tick(self, now: datetime) -> datetime | None:
