@@ -42,6 +42,10 @@ def validate_status(status: str) -> str:
     return str(status)
 
 
+SETTABLE_STATUSES = tuple(s.value for s in Status if s not in (Status.LEASED, Status.SLEEPING))
+"""The built-in statuses an operator or job may set directly (:func:`validate_settable_status` refuses the others)."""
+
+
 def validate_settable_status(status: str) -> str:
     """Validate a status an operator or job may set directly (not Leased, not Sleeping)."""
     status = validate_status(status)

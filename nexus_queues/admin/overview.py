@@ -11,11 +11,9 @@ from django.db.models import Min, QuerySet
 from ..counting import count_up_to
 from ..health import QueueHealth, queue_health
 from ..messages import QueueMessage
-from ..status import Status
+from ..status import SETTABLE_STATUSES, Status
 from ..updates import default_status
 
-SETTABLE_STATUSES = tuple(s.value for s in Status if s not in (Status.LEASED, Status.SLEEPING))
-"""The built-in statuses an operator may set."""
 MAX_STATUS_SUGGESTIONS = 50
 """Status fields suggest at most this many statuses found in the table."""
 
