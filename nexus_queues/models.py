@@ -17,6 +17,7 @@ from .exceptions import ConfigurationError
 from .fields import MessageField
 from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)
 from .status import MAX_STATUS_LENGTH, Status
+from .throughput import QueueMinute  # noqa: F401
 
 if TYPE_CHECKING:
     from .messages import QueueMessage

@@ -11,7 +11,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from django.apps import apps
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
 
@@ -290,6 +290,29 @@ class Backend:
         SQLite has no row locks: its transactions that write take the write lock first.
         """
         return False
+
+    def add_counts(self, model: type[models.Model], key: dict[str, Any], amounts: dict[str, Any]) -> None:
+        """Add ``amounts`` to the counter columns of ``model``'s row with the unique ``key``, made at zero if
+        missing, in one statement (so that concurrent adders never race to create it)."""
+        table = self.quote(model._meta.db_table)
+        columns = [*key, *amounts]
+        names = ", ".join(self.quote(c) for c in columns)
+        values = [self._db_value(model, c, v) for c, v in (*key.items(), *amounts.items())]
+        added = ", ".join(f"{self.quote(c)} = {self._added(table, c)}" for c in amounts)
+        sql = f"INSERT INTO {table} ({names}) VALUES ({marks(values)}) {self._on_key(key)} {added}"
+        with self.cursor() as cursor:
+            cursor.execute(sql, values)
+
+    def _on_key(self, key: dict[str, Any]) -> str:
+        return f"ON CONFLICT ({', '.join(self.quote(c) for c in key)}) DO UPDATE SET"
+
+    def _added(self, table: str, column: str) -> str:
+        return f"{table}.{self.quote(column)} + excluded.{self.quote(column)}"
+
+    def _db_value(self, model: type[models.Model], column: str, value: Any) -> Any:
+        field = model._meta.get_field(column)
+        assert isinstance(field, models.Field)
+        return field.get_db_prep_save(value, connection=self.connection)
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         """``rows.update(**values)``, taking row locks in id order first where the engine has them; the count."""

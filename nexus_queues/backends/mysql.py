@@ -159,6 +159,12 @@ class MySQLBackend(Backend):
                 cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
         return held
 
+    def _on_key(self, key: dict[str, Any]) -> str:
+        return "ON DUPLICATE KEY UPDATE"
+
+    def _added(self, table: str, column: str) -> str:
+        return f"{self.quote(column)} + VALUES({self.quote(column)})"
+
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         table = self.quote(rows.model._meta.db_table)
         changed = 0

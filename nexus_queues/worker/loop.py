@@ -15,6 +15,7 @@ from django.db import reset_queries
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from .. import throughput
 from ..conf import settings
 from ..failures import message_of
 from ..jobs import QueueJob, jobs
@@ -189,8 +190,8 @@ class Worker:
         return min((tick for tick in ticks if tick > now), default=now + self.peek_delay)
 
     def _housekeeping(self) -> None:
-        """Each queue's chores and each database's old job runs, every ``WORKER_HOUSEKEEPING_INTERVAL``; a chore that
-        fails waits for the next time."""
+        """Each queue's chores and each database's old job runs and throughput minutes, every
+        ``WORKER_HOUSEKEEPING_INTERVAL``; a chore that fails waits for the next time."""
         now = self.clock()
         if now < self._next_tidy:
             return
@@ -200,6 +201,7 @@ class Worker:
         databases = {c.queue_options.database for c in registry} | {job.database for job in periodic_jobs}
         for alias in sorted(databases):
             _chore(f"the job runs on {alias}", partial(_purge_runs, alias))
+            _chore(f"the throughput minutes on {alias}", partial(throughput.fold, alias))
         _chore("the old worker processes", forget_processes)
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from .. import throughput
 from ..exceptions import UnstorableValue
 from ..failures import message_of
 from ..jobs import Outcome, QueueJob
@@ -20,6 +21,7 @@ from ..leasing import lease
 from ..limits import check_datetime
 from ..models import JobRun, QueueItem
 from ..retries import atomic_retried
+from ..throughput import Throughput
 from ..updates import mark_error, mark_processed, reschedule, retry_later
 from .heartbeat import Heartbeat
 from .logs import correlation_id
@@ -135,6 +137,8 @@ def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Classified) -> None
         run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
         run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
+        counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
+        throughput.record(run.queue, now, counts, using=alias)
 
     # One transaction, run again whole if the database makes it a deadlock's victim: every change in it
     # is fenced by the lease, so the acknowledgement is never the victim left behind.

@@ -9,9 +9,18 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from nexus_queues import QueueJob, Status, abandon_expired_leases, enqueue, enqueue_many, set_processing_enabled
+from nexus_queues import (
+    QueueJob,
+    Status,
+    abandon_expired_leases,
+    enqueue,
+    enqueue_many,
+    set_processing_enabled,
+    throughput,
+)
 from nexus_queues.conf import settings
 from nexus_queues.models import JobRun, WorkerProcess
+from nexus_queues.throughput import QueueMinute
 from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 from tests.commands import reports
@@ -234,6 +243,14 @@ def test_worker__housekeeping_forgets_old_processes(clock):
                                  last_seen_at=long_ago, doing="sleeping")
     Worker(job_classes=[GreetingJob], listen=False, clock=clock).sweep()
     assert not WorkerProcess.objects.exists()
+
+
+def test_worker__housekeeping_folds_old_throughput_minutes(clock):
+    """A sweep's housekeeping folds minutes older than a day into the queue's all-time row."""
+    old = timezone.now() - throughput.MINUTES_KEPT - timedelta(hours=1)
+    throughput.record("greetings", old, throughput.Throughput(processed=4, runs=1), using="default")
+    Worker(job_classes=[GreetingJob], listen=False, clock=clock).sweep()
+    assert list(QueueMinute.objects.values_list("minute", "processed")) == [(throughput.ALL_TIME, 4)]
 
 
 def test_worker__returned_datetime_runs_the_message_again_then(reported):
