@@ -10,6 +10,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from ..exceptions import NotRegistered
 from ..job_control import outcome
@@ -42,12 +43,12 @@ class JobRunAdmin(RecordAdmin):
 
     # Few, narrow columns, so that the list fits a 1400 px window beside the side bar and the filters.
     # The correlation id is the started time's title there (and searchable).
-    list_display = ("started", "took", "job_label", "outcome_label", "queue", "message_counts", "worker")
+    list_display = ("started", "took", "job_label", "outcome_label", "queue", "message_counts", "worker_link")
     list_filter = ("queue", "job", ("started_at", admin.DateFieldListFilter))
     search_fields = ("=correlation_id", "job")
-    fields = ("job", "queue", "outcome_label", "tick_time", "started", "finished", "worker", "correlation_id",
+    fields = ("job", "queue", "outcome_label", "tick_time", "started", "finished", "worker_link", "correlation_id",
               "leased", "processed", "errors", "rescheduled", "messages", "error_text")
-    readonly_fields = ("outcome_label", "tick_time", "started", "finished", "messages", "error_text")
+    readonly_fields = ("outcome_label", "tick_time", "started", "finished", "worker_link", "messages", "error_text")
     show_full_result_count = False
 
     @admin.display(description="started at", ordering="started_at")
@@ -88,6 +89,15 @@ class JobRunAdmin(RecordAdmin):
         if not run.error:
             return "-"
         return format_html('<pre class="nexus-traceback">{}</pre>', run.error)
+
+    @admin.display(description="worker", ordering="worker")
+    def worker_link(self, run: JobRun) -> str:
+        host, _, pid = run.worker.rpartition(":")
+        try:
+            url = reverse(f"{self.admin_site.name}:nexus_queues_workerprocess_changelist")
+        except NoReverseMatch:
+            return run.worker
+        return format_html('<a href="{}?{}">{}</a>', url, urlencode({"host": host, "pid": pid}), run.worker)
 
     @admin.display(description="messages it leased")
     def messages(self, run: JobRun) -> str:

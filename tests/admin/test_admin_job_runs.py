@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import Client
 
-from nexus_queues.models import JobRun
+from nexus_queues.models import JobRun, WorkerProcess
 
 pytestmark = pytest.mark.django_db
 
@@ -41,3 +41,17 @@ def test_job_run_admin__list_shows_outcome_and_short_job(admin_client: Client) -
     assert '<span class="nexus-outcome nexus-outcome-succeeded">succeeded</span>' in html
     assert f'<span title="{HEARTBEAT}">Heartbeat</span>' in html
     assert '<span title="correlation id cid-heartbeat">2026-03-01 12:34:56</span></a></th>' in html
+
+
+def test_job_run_admin__worker_links_to_its_process(admin_client: Client) -> None:
+    """A run's worker (host:pid) links to the worker process list filtered to that host and pid, which lists that
+    process and not another with the same pid elsewhere."""
+    periodic_run(worker="web-1.example:4242")
+    for host in ("web-1.example", "web-2.example"):
+        WorkerProcess.objects.create(kind="worker", host=host, pid=4242, version="1", started_at=STARTED,
+                                     last_seen_at=STARTED, doing="idle")
+    html = admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
+    link = '<a href="/admin/nexus_queues/workerprocess/?host=web-1.example&amp;pid=4242">web-1.example:4242</a>'
+    assert link in html
+    processes = admin_client.get("/admin/nexus_queues/workerprocess/?host=web-1.example&pid=4242")
+    assert [p.host for p in processes.context["cl"].result_list] == ["web-1.example"]
