@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -46,7 +47,4 @@ if TYPE_CHECKING:
     from .updates import default_status, dispatch_due, mark_error, mark_processed, set_default_status, update_status
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'nexus_queues' has no attribute {name!r}")
-    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

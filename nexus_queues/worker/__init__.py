@@ -5,13 +5,13 @@ Importing this package loads no models, so that ``logs.CorrelationIdFilter`` wor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..exports import lazy_exports
 
-def __getattr__(name: str) -> Any:
-    """``from nexus_queues.worker import Worker``, loaded on first use (it needs the app registry)."""
-    if name == "Worker":
-        from .loop import Worker
+if TYPE_CHECKING:
+    from .loop import Worker
 
-        return Worker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["Worker"]
+
+__getattr__ = lazy_exports(__name__, {"Worker": "loop"})

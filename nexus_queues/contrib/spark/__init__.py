@@ -6,8 +6,9 @@ Add ``"nexus_queues.contrib.spark"`` to ``INSTALLED_APPS`` (it records each sync
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ...exports import lazy_exports
 
 _EXPORTS = {
     "session": "source",
@@ -25,7 +26,4 @@ if TYPE_CHECKING:
     from .syncing import SyncCounts, SyncFailed, sync
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
