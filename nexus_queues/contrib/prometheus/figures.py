@@ -32,15 +32,15 @@ class QueueFigures:
 class Figures:
     """Everything one scrape read."""
 
-    queues: dict[str, QueueFigures]
-    """The queues whose table was read within the time budget."""
-    skipped: list[str]
-    """The queues left out once the budget was spent."""
     totals: dict[str, Throughput]
     live_workers: dict[str, int]
     """Live worker processes per queue (every queue asked for, 0 when none)."""
-    live_dispatch_loops: dict[str, int] = field(default_factory=dict)
+    live_dispatch_loops: dict[str, int]
     """Live dispatch loops per database alias holding the queues asked for."""
+    queues: dict[str, QueueFigures] = field(default_factory=dict)
+    """The queues whose table was read within the time budget."""
+    skipped: list[str] = field(default_factory=list)
+    """The queues left out once the budget was spent."""
 
 
 def read_figures(
@@ -54,20 +54,18 @@ def read_figures(
     by_alias: dict[str, list[str]] = {}
     for message_class in classes:
         by_alias.setdefault(message_class.queue_options.database, []).append(message_class.queue_name())
-    queues: dict[str, QueueFigures] = {}
-    skipped: list[str] = []
-    for message_class in classes:
-        if skipped or clock() - started >= budget.total_seconds():
-            skipped.append(message_class.queue_name())
-        else:
-            queues[message_class.queue_name()] = queue_figures(message_class, now, limit)
-    return Figures(
-        queues=queues, skipped=skipped,
+    figures = Figures(
         totals={q: t for alias, names in by_alias.items() for q, t in totals(names, using=alias).items()},
         live_workers={q: n for alias, names in by_alias.items() for q, n in live_workers(names, alias, now).items()},
         live_dispatch_loops={alias: WorkerProcess.objects.using(alias).live(now).dispatching().count()
                              for alias in by_alias},
     )
+    for message_class in classes:
+        if figures.skipped or clock() - started >= budget.total_seconds():
+            figures.skipped.append(message_class.queue_name())
+        else:
+            figures.queues[message_class.queue_name()] = queue_figures(message_class, now, limit)
+    return figures
 
 
 def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) -> QueueFigures:
