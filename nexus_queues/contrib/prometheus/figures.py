@@ -71,7 +71,7 @@ def read_figures(
 def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) -> QueueFigures:
     """The queue's counts per status, its first Pending message's wait and its health."""
     rows = message_class.queue_items()
-    state = queue_state(message_class, now, limit=limit)
+    state = queue_state(message_class, now)
     health_check = message_class.queue_options.health_check
     return QueueFigures(
         counts={status: count_up_to(rows.filter(status=status), limit) for status in statuses_in(rows)},
