@@ -43,8 +43,8 @@ class QueueCollector(Collector):
 
 def message_families(figures: Figures) -> Iterator[Metric]:
     """Messages per queue and status, whether each count was capped, the first Pending wait, and health."""
-    messages = _gauge("messages", "Messages in the queue's table per status, counted up to METRICS_COUNT_LIMIT.",
-                      ["queue", "status"])
+    messages = _gauge("messages", "Messages in the queue's table per status (built-in ones always, custom ones "
+                      "present), counted up to METRICS_COUNT_LIMIT.", ["queue", "status"])
     capped = _gauge("messages_capped", "1 when the messages count stopped at METRICS_COUNT_LIMIT (there are more).",
                     ["queue", "status"])
     wait = _gauge("oldest_pending_age_seconds", "How long the Pending message first in line has been Pending "

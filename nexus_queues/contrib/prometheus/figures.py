@@ -13,6 +13,7 @@ from ...counting import count_up_to
 from ...health import QueueHealth, evaluate, queue_state
 from ...messages import QueueMessage
 from ...processes import WorkerProcess, WorkerProcessQueue
+from ...status import Status
 from ...throughput import Throughput, totals
 
 
@@ -21,7 +22,8 @@ class QueueFigures:
     """One queue's messages as its table holds them now."""
 
     counts: dict[str, int]
-    """Messages per status present, each counted up to a limit (an :class:`~nexus_queues.counting.AtLeast` there)."""
+    """Messages per status: every built-in one (0 when none) and each custom one present, each counted up to a limit
+    (an :class:`~nexus_queues.counting.AtLeast` there)."""
     oldest_pending_wait: timedelta | None
     """How long the Pending message first in line has been Pending; None when none is."""
     health: QueueHealth | None
@@ -73,8 +75,10 @@ def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) 
     rows = message_class.queue_items()
     state = queue_state(message_class, now)
     health_check = message_class.queue_options.health_check
+    counts: dict[str, int] = {status.value: 0 for status in Status}
+    counts.update({status: count_up_to(rows.filter(status=status), limit) for status in statuses_in(rows)})
     return QueueFigures(
-        counts={status: count_up_to(rows.filter(status=status), limit) for status in statuses_in(rows)},
+        counts=counts,
         oldest_pending_wait=state.oldest_pending_wait,
         health=evaluate(state, message_class.queue_options) if health_check else None,
     )

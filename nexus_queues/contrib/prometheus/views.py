@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
@@ -16,6 +17,7 @@ from ...registry import registry
 from .collector import QueueCollector
 
 
+@never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """The figures of the queues the user may view: 401 without credentials, 403 when the user may view none."""

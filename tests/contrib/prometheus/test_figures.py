@@ -49,14 +49,15 @@ def test_statuses_in__every_status_once_in_order_custom_ones_too():
 
 
 def test_queue_figures__counts_stop_at_the_limit_and_say_so():
-    """A status with more rows than the limit counts as AtLeast(limit); one with exactly the limit is exact."""
+    """A status with more rows than the limit counts as AtLeast(limit); one with exactly the limit is exact; the
+    built-in statuses no row holds count 0."""
     for _ in range(3):
         PendingFactory.create(queue=Greeting)
     for _ in range(2):
         ErrorFactory.create(queue=Greeting)
     ProcessedFactory.create(queue=Greeting)
     counts = queue_figures(Greeting, timezone.now(), limit=2).counts
-    assert counts == {"Error": 2, "Pending": 2, "Processed": 1}
+    assert counts == {"Pending": 2, "Leased": 0, "Processed": 1, "Error": 2, "Abandoned": 0, "Sleeping": 0}
     assert isinstance(counts["Pending"], AtLeast) and not isinstance(counts["Error"], AtLeast)
 
 

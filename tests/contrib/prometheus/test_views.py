@@ -29,8 +29,8 @@ def bearer():
 
 
 def test_metrics__counts_per_status_as_the_table_holds_them_capped_at_the_limit(settings, bearer):
-    """Each status present is counted, custom ones too; above METRICS_COUNT_LIMIT the count stops there, marked
-    capped; queues with no rows have no count."""
+    """Each status present is counted, custom ones too, and the built-in ones no row holds are 0; above
+    METRICS_COUNT_LIMIT the count stops there, marked capped."""
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "METRICS_COUNT_LIMIT": 2}
     for status in (Status.PENDING, Status.PENDING, Status.PENDING, "OnHold"):
         PendingFactory.create(queue=Greeting, status=status)
@@ -38,10 +38,11 @@ def test_metrics__counts_per_status_as_the_table_holds_them_capped_at_the_limit(
     scraped = scrape(Client(), **bearer)
     counts = {s.labels["status"]: s.value for s in scraped.samples
               if s.name == "nexus_queues_messages" and s.labels["queue"] == "greetings"}
-    assert counts == {"Pending": 2, "OnHold": 1, "Error": 1}
+    assert counts == {"Pending": 2, "OnHold": 1, "Error": 1, "Leased": 0, "Processed": 0, "Abandoned": 0,
+                      "Sleeping": 0}
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="Pending") == 1
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="OnHold") == 0
-    assert scraped.labels("nexus_queues_messages", "queue") == {"greetings"}
+    assert scraped("nexus_queues_messages", queue="pings", status="Pending") == 0
 
 
 def test_metrics__oldest_pending_age_is_the_first_in_lines_wait(bearer):
