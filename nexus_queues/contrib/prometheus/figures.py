@@ -53,15 +53,7 @@ def read_figures(
     always made; then the queue tables are read one queue after the other until ``budget`` is spent."""
     started = clock()
     classes = list(message_classes)
-    by_alias: dict[str, list[str]] = {}
-    for message_class in classes:
-        by_alias.setdefault(message_class.queue_options.database, []).append(message_class.queue_name())
-    figures = Figures(
-        totals={q: t for alias, names in by_alias.items() for q, t in totals(names, using=alias).items()},
-        live_workers={q: n for alias, names in by_alias.items() for q, n in live_workers(names, alias, now).items()},
-        live_dispatch_loops={alias: WorkerProcess.objects.using(alias).live(now).dispatching().count()
-                             for alias in by_alias},
-    )
+    figures = _per_database(classes, now)
     for message_class in classes:
         if figures.skipped or clock() - started >= budget.total_seconds():
             figures.skipped.append(message_class.queue_name())
@@ -101,3 +93,16 @@ def live_workers(queues: list[str], alias: str, now: datetime) -> dict[str, int]
     served = WorkerProcessQueue.objects.using(alias).filter(queue__in=queues, process__in=live)
     found = dict(served.order_by().values_list("queue").annotate(n=Count("process")))
     return {queue: found.get(queue, 0) for queue in queues}
+
+
+def _per_database(message_classes: list[type[QueueMessage]], now: datetime) -> Figures:
+    """The figures read once per database: the queues' totals, their live workers and the live dispatch loops."""
+    by_alias: dict[str, list[str]] = {}
+    for message_class in message_classes:
+        by_alias.setdefault(message_class.queue_options.database, []).append(message_class.queue_name())
+    return Figures(
+        totals={q: t for alias, names in by_alias.items() for q, t in totals(names, using=alias).items()},
+        live_workers={q: n for alias, names in by_alias.items() for q, n in live_workers(names, alias, now).items()},
+        live_dispatch_loops={alias: WorkerProcess.objects.using(alias).live(now).dispatching().count()
+                             for alias in by_alias},
+    )

@@ -106,3 +106,14 @@ def test_read_figures__reads_every_queue_within_the_budget():
     """With time to spare every registered queue is read and none skipped."""
     figures = read_figures(registry, now=timezone.now(), budget=timedelta(minutes=1), limit=10)
     assert (list(figures.queues), figures.skipped) == ([cls.queue_name() for cls in registry], [])
+
+
+@pytest.mark.django_db(databases=["default", "queues"])
+def test_read_figures__reads_each_database_once_for_the_queues_it_holds(elsewhere, django_assert_num_queries):
+    """A queue kept in another database has its totals and live workers read there; each database answers one
+    query for the totals, one for the live workers and one for its dispatch loops."""
+    with django_assert_num_queries(3, using="queues"), django_assert_num_queries(3, using="default"):
+        figures = read_figures([Greeting, elsewhere], now=timezone.now(), budget=timedelta(0), limit=10)
+    assert figures.skipped == ["greetings", "elsewhere"]
+    assert figures.live_workers == {"greetings": 0, "elsewhere": 0}
+    assert figures.live_dispatch_loops == {"default": 0, "queues": 0}
