@@ -20,6 +20,7 @@ def register() -> None:
     checks.register(check_queue_names)
     checks.register(check_job_schedules)
     checks.register(check_live_worker_settings)
+    checks.register(check_metrics_settings)
     checks.register(check_tables, checks.Tags.database)
 
 
@@ -72,6 +73,24 @@ def check_live_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[c
             hint="Make WORKER_GONE_AFTER several heartbeats long.", id="nexus_queues.E002",
         )]
     return []
+
+
+def check_metrics_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """A metrics scrape has a positive time budget and counts up to a positive limit."""
+    problems: list[checks.CheckMessage] = []
+    budget, limit = settings.METRICS_TIME_BUDGET, settings.METRICS_COUNT_LIMIT
+    if not isinstance(budget, timedelta) or budget <= timedelta(0):
+        problems.append(checks.Error(
+            f"NEXUS_QUEUES['METRICS_TIME_BUDGET'] must be a positive timedelta, got {budget!r}.",
+            hint="A few seconds, below Prometheus's scrape_timeout: timedelta(seconds=5).", id="nexus_queues.E003",
+        ))
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        problems.append(checks.Error(
+            f"NEXUS_QUEUES['METRICS_COUNT_LIMIT'] must be a positive whole number, got {limit!r}.",
+            hint="Counts stop there, so that a scrape never reads a big table whole: 100_000.",
+            id="nexus_queues.E003",
+        ))
+    return problems
 
 
 def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -98,6 +98,14 @@ class Settings:
     HEALTH_WARNINGS_AS_ERRORS: bool = True
     """Does a degraded queue (a health warning) make the health page answer 500? False: 200, warning shown."""
 
+    METRICS_TIME_BUDGET: timedelta = timedelta(seconds=5)
+    """How long a metrics scrape may spend reading queue tables: the queues not reached by then are left out of it
+    (``nexus_queues_scrape_complete`` is 0). Keep it below Prometheus's ``scrape_timeout``."""
+
+    METRICS_COUNT_LIMIT: int = 100_000
+    """The most messages of one queue and status a metrics scrape counts (``nexus_queues_messages_capped`` says
+    when a count stopped there)."""
+
 
 _REMOVED = {
     "DISPATCH_STORE": "delayed messages wait as Sleeping rows of their queue table; use the signals of "

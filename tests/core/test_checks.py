@@ -3,9 +3,11 @@
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.db import connection
 
-from nexus_queues.checks import check_live_worker_settings, check_tables
+from nexus_queues.checks import check_live_worker_settings, check_metrics_settings, check_tables
 from tests.testapp.queues import Greeting
 
 
@@ -92,3 +94,25 @@ def test_check_live_worker_settings__gone_after_must_outlast_a_heartbeat(setting
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "WORKER_GONE_AFTER": timedelta(seconds=10)}
     [error] = check_live_worker_settings()
     assert error.id == "nexus_queues.E002" and "live processes would show as gone" in error.msg
+
+
+def test_check_metrics_settings__quiet_by_default():
+    assert check_metrics_settings() == []
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("METRICS_TIME_BUDGET", 5, "positive timedelta"), ("METRICS_TIME_BUDGET", timedelta(0), "positive timedelta"),
+    ("METRICS_COUNT_LIMIT", 0, "positive whole number"), ("METRICS_COUNT_LIMIT", 1e5, "positive whole number"),
+    ("METRICS_COUNT_LIMIT", True, "positive whole number"),
+])
+def test_check_metrics_settings__names_a_bad_value(settings, name, value, expected):
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, name: value}
+    [error] = check_metrics_settings()
+    assert error.id == "nexus_queues.E003" and name in error.msg and expected in error.msg
+
+
+def test_check_metrics_settings__fails_manage_py_check(settings):
+    """The check is registered: ``manage.py check`` refuses a scrape without a time budget."""
+    settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "METRICS_TIME_BUDGET": None}
+    with pytest.raises(SystemCheckError, match=r"nexus_queues\.E003.*METRICS_TIME_BUDGET"):
+        call_command("check")
