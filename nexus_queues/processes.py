@@ -7,6 +7,8 @@ look-up on every engine. Whether a process is live, stopped or gone is read from
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -117,3 +119,26 @@ class WorkerProcessQueue(models.Model):
 
     def __str__(self) -> str:
         return self.queue
+
+
+@dataclass(frozen=True)
+class LiveProcess:
+    """A live process as its rows in the queues' databases show it: the newest row and every queue it serves."""
+
+    process: WorkerProcess
+    queues: frozenset[str]
+
+
+def live_processes(databases: Iterable[str], now: datetime) -> list[LiveProcess]:
+    """The processes live at ``now`` in any of ``databases``, each once (a process registers in every database it
+    serves), the newest first; two queries per database, each on the live rows only."""
+    found: dict[tuple[str, str, int, datetime], LiveProcess] = {}
+    for alias in dict.fromkeys(databases):
+        for process in WorkerProcess.objects.using(alias).live(now).prefetch_related("queues"):
+            key = (process.kind, process.host, process.pid, process.started_at)
+            queues = frozenset(q.queue for q in process.queues.all())
+            seen = found.get(key)
+            if seen is not None:
+                process, queues = max(seen.process, process, key=lambda p: p.last_seen_at), seen.queues | queues
+            found[key] = LiveProcess(process, queues)
+    return sorted(found.values(), key=lambda live: live.process.started_at, reverse=True)

@@ -1,5 +1,5 @@
-"""The Django admin for queues: one page per queue, grouped by category, plus job runs, worker processes and the jobs
-page.
+"""The Django admin for queues: one page per queue, grouped by category, plus job runs, worker processes, the jobs
+page and the dashboard.
 
 :func:`register_queues` runs from the app's ``ready()`` (after queues are discovered) unless
 ``NEXUS_QUEUES["ADMIN"]`` is False; call it yourself for another :class:`AdminSite`.
@@ -13,19 +13,20 @@ from ..conf import settings
 from ..models import JobRun
 from ..processes import WorkerProcess
 from ..registry import registry
+from .dashboard import Dashboard, add_dashboard
 from .job_runs import JobRunAdmin
 from .jobs import JobsPage, add_jobs_page
 from .processes import WorkerProcessAdmin
 from .queues import QueueItemAdmin
 from .sites import group_index_by_category, group_queues_by_category
 
-__all__ = ["JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin", "autoregister",
+__all__ = ["Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin", "autoregister",
            "group_queues_by_category", "register_queues"]
 
 
 def register_queues(site: admin.AdminSite) -> None:
-    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, job runs, worker processes, and the
-    jobs page."""
+    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, job runs, worker processes, the jobs
+    page and the dashboard (where each category of the index links to)."""
     for message_class in registry:
         if not site.is_registered(message_class.queue_model):
             site.register(message_class.queue_model, QueueItemAdmin)
@@ -33,9 +34,10 @@ def register_queues(site: admin.AdminSite) -> None:
         site.register(JobRun, JobRunAdmin)
     if not site.is_registered(WorkerProcess):
         site.register(WorkerProcess, WorkerProcessAdmin)
-    # First, so that the index's grouping sees the Jobs line in the Queues section.
+    # First, so that the index's grouping sees the Jobs and Dashboard lines in the Queues section.
     add_jobs_page(site)
-    group_index_by_category(site)
+    dashboard = add_dashboard(site)
+    group_index_by_category(site, dashboard.url)
 
 
 def autoregister(site: admin.AdminSite | None = None) -> None:

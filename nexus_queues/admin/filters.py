@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .overview import present_statuses
+from ..overview import present_statuses
 
 
 class StatusFilter(admin.SimpleListFilter):

@@ -19,6 +19,7 @@ from django.utils.text import Truncator
 from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError
 from ..models import QueueItem
+from ..overview import queue_overview
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status, set_processing_enabled
@@ -39,8 +40,8 @@ from .forms import (
 )
 from .job_runs import with_seconds
 from .jobs import jobs_page_of
-from .overview import queue_overview, queue_status_suggestions, status_suggestions
-from .sites import queue_context
+from .overview import queue_status_suggestions, status_suggestions
+from .sites import queue_context, section_of
 
 STATUS_COLOURS = {
     Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
@@ -287,9 +288,18 @@ class QueueItemAdmin(admin.ModelAdmin):
             "settings_form": settings_form,
             "can_change_queue": self.has_change_permission(request),
             "queue_job": self._job_link(),
+            "dashboard_url": self._dashboard_url(),
             **(extra_context or {}),
         }
         return super().changelist_view(request, context)
+
+    def _dashboard_url(self) -> str:
+        """The dashboard's page of the queue's category ("" when the site serves no dashboard)."""
+        try:
+            url = reverse(f"{self.admin_site.name}:nexus_queues_dashboard")
+        except NoReverseMatch:
+            return ""
+        return f"{url}?{urlencode({'category': section_of(self.model.message_class)})}"
 
     def _job_link(self) -> str:
         page = jobs_page_of(self.admin_site)

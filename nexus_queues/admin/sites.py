@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.admin import AdminSite
@@ -37,8 +38,11 @@ def _titled(app: dict[str, Any], titles: dict[Any, str]) -> dict[str, Any]:
     return {**app, "models": sorted(models, key=lambda entry: entry["name"].lower())}
 
 
-def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Move each queue out of its app into a section named for its category ("Queues" when it has none)."""
+def group_queues_by_category(
+    app_list: list[dict[str, Any]], category_url: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
+    """Move each queue out of its app into a section named for its category ("Queues" when it has none); a
+    category's title links to ``category_url(category)``, else to its first queue."""
     categories = {mc.queue_model: section_of(mc) for mc in registry}
     sections: dict[str, list[dict[str, Any]]] = defaultdict(list)
     grouped = []
@@ -55,7 +59,8 @@ def group_queues_by_category(app_list: list[dict[str, Any]]) -> list[dict[str, A
             queues_app["models"] = sorted([*queues_app["models"], *entries], key=lambda e: e["name"].lower())
             continue
         grouped.append({
-            "name": name, "app_label": QUEUES_APP_LABEL, "app_url": entries[0]["admin_url"],
+            "name": name, "app_label": QUEUES_APP_LABEL,
+            "app_url": category_url(name) if category_url else entries[0]["admin_url"],
             "has_module_perms": True, "models": sorted(entries, key=lambda e: e["name"].lower()),
         })
     return sorted(grouped, key=lambda app: app["name"].lower())
@@ -73,15 +78,16 @@ def add_to_queues_app(app_list: list[dict[str, Any]], entry: dict[str, Any], app
     return sorted([*app_list, section], key=lambda app: app["name"].lower())
 
 
-def group_index_by_category(site: AdminSite) -> None:
-    """Make ``site.get_app_list`` group queues by category on the index and in the side bar."""
+def group_index_by_category(site: AdminSite, category_url: Callable[[str], str] | None = None) -> None:
+    """Make ``site.get_app_list`` group queues by category on the index and in the side bar, each category linking
+    to ``category_url(category)`` (else to its first queue)."""
     if getattr(site.get_app_list, "groups_queues", False):
         return
     ungrouped = site.get_app_list
 
     def get_app_list(request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         app_list = with_queue_titles(ungrouped(request, app_label))
-        return app_list if app_label else group_queues_by_category(app_list)
+        return app_list if app_label else group_queues_by_category(app_list, category_url)
 
     get_app_list.groups_queues = True  # type: ignore[attr-defined]
     site.get_app_list = get_app_list  # type: ignore[method-assign]

@@ -11,7 +11,14 @@ from django.db import connection
 from django.utils import timezone
 
 import nexus_queues
-from nexus_queues.processes import NEVER, ProcessKind, ProcessState, WorkerProcess, WorkerProcessQueue
+from nexus_queues.processes import (
+    NEVER,
+    ProcessKind,
+    ProcessState,
+    WorkerProcess,
+    WorkerProcessQueue,
+    live_processes,
+)
 from nexus_queues.worker.presence import Presence, queues_by_alias
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +131,19 @@ def test_presence__a_failing_write_is_logged_never_raised(caplog):
     assert "Could not record this process as alive in default" in caplog.text
     beating.beat(timezone.now())
     assert WorkerProcess.objects.count() == 1
+
+
+@pytest.mark.django_db(databases=["default", "queues"])
+def test_live_processes__each_live_process_once_with_all_its_queues():
+    """A process read from two aliases of its database is listed once, with its queues; stopped and silent ones
+    are left out; the newest first."""
+    now = timezone.now()
+    older = process("greetings", "pings", seen=now)
+    newer = process(seen=now, dispatches=True)
+    WorkerProcess.objects.filter(pk=newer.pk).update(pid=2, started_at=now)
+    process("greetings", seen=now, stopped=True)
+    process("greetings", seen=now - GONE_AFTER * 2)
+    found = live_processes(["default", "queues"], now)
+    assert [(live.process.pk, live.queues) for live in found] == [
+        (newer.pk, frozenset()), (older.pk, frozenset({"greetings", "pings"}))
+    ]

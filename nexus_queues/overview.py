@@ -1,0 +1,58 @@
+"""A queue at a glance, read from indexes only: its statuses and capped counts, health, oldest Pending message and
+settings. The admin's change list and dashboard show it; a metrics exporter can read it too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Min, QuerySet
+
+from .counting import count_up_to
+from .health import QueueHealth, queue_health
+from .messages import QueueMessage
+from .status import Status
+from .updates import default_status
+
+
+def present_statuses(rows: QuerySet, limit: int | None = None) -> list[str]:
+    """Every status in the table (the first ``limit``), in order, one index probe each (a loose index scan on
+    (status, id))."""
+    found: list[str] = []
+    while limit is None or len(found) < limit:
+        later = rows if not found else rows.filter(status__gt=found[-1])
+        status = later.order_by().aggregate(first=Min("status"))["first"]
+        if status is None:
+            return found
+        found.append(status)
+    return found
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    """A queue's figures and settings at one moment."""
+
+    counts: dict[str, int]
+    """Messages per status present, each counted up to a limit (an :class:`~nexus_queues.counting.AtLeast` past
+    it)."""
+    health: QueueHealth | None
+    """None when the queue's health check is off."""
+    oldest_pending_at: datetime | None
+    """When the oldest Pending message was created (its age is how far the queue lags)."""
+    default_status: str
+    processing_enabled: bool
+
+
+def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOverview:
+    """Counts per status (each counted up to ``limit``), health, oldest Pending message and settings."""
+    options = message_class.queue_options
+    rows = message_class.queue_items()
+    counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
+    oldest = rows.filter(status=Status.PENDING).order_by("id").values("created_at", "updated_at").first()
+    return QueueOverview(
+        counts=counts,
+        health=queue_health(message_class, limit=limit) if options.health_check else None,
+        oldest_pending_at=oldest["created_at"] if oldest else None,
+        default_status=default_status(message_class),
+        processing_enabled=message_class.queue_settings().processing_enabled(),
+    )
