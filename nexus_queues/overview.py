@@ -11,7 +11,6 @@ from django.db.models import Min, QuerySet
 from .counting import count_up_to
 from .health import QueueHealth, queue_health
 from .messages import QueueMessage
-from .status import Status
 from .updates import default_status
 
 
@@ -37,8 +36,9 @@ class QueueOverview:
     it)."""
     health: QueueHealth | None
     """None when the queue's health check is off."""
-    oldest_pending_at: datetime | None
-    """When the oldest Pending message was created (its age is how far the queue lags)."""
+    pending_since: datetime | None
+    """Since when the Pending message first in line has waited (how far the queue lags: the wait that health and
+    the metrics read too); None when none is Pending."""
     default_status: str
     processing_enabled: bool
 
@@ -48,11 +48,11 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
     options = message_class.queue_options
     rows = message_class.queue_items()
     counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
-    oldest = rows.filter(status=Status.PENDING).order_by("id").values("created_at", "updated_at").first()
+    first_in_line = rows.pending().order_by("id").values_list("updated_at", flat=True).first()
     return QueueOverview(
         counts=counts,
         health=queue_health(message_class, limit=limit) if options.health_check else None,
-        oldest_pending_at=oldest["created_at"] if oldest else None,
+        pending_since=first_in_line,
         default_status=default_status(message_class),
         processing_enabled=message_class.queue_settings().processing_enabled(),
     )

@@ -408,13 +408,15 @@ def test_queue_settings__keeps_class_default_until_changed(admin_client: Client)
 
 
 def test_overview__counts_health_and_oldest_pending(admin_client: Client) -> None:
-    """The queue page shows counts per status, the health with its reason and the oldest Pending age."""
+    """The queue page shows counts per status, the health with its reason and since when the Pending message first
+    in line has waited (its last change, as health reads it)."""
     greetings(3)
     mark_error(lease(Greeting, 1), RuntimeError("boom"))
     overview = admin_client.get(GREETINGS).context["overview"]
     assert overview.counts == {Status.ERROR: 1, Status.PENDING: 2}
     assert (overview.health.status, overview.health.summary) == ("unhealthy", "1 message(s) in Error or Abandoned")
-    assert overview.oldest_pending_at is not None
+    first_in_line = Greeting.queue_model.objects.filter(status=Status.PENDING).order_by("id").first()
+    assert overview.pending_since == first_in_line.updated_at
 
 
 def test_overview__healthy_without_failures(admin_client: Client) -> None:

@@ -72,7 +72,7 @@ def test_dashboard__every_queue_by_category_with_its_figures(admin_client: Clien
     assert sections["Tests"] == ["greetings"] and "shipments" in sections["RabbitMQ"]
     row = row_of(response, "greetings")
     assert row.overview.counts == {"Error": 1, "Pending": 3}
-    assert row.overview.health.status == "unhealthy" and row.overview.oldest_pending_at is not None
+    assert row.overview.health.status == "unhealthy" and row.overview.pending_since is not None
     assert (row.last_hour.processed, row.last_hour.errors) == (240, 60)
     assert (row.processed_per_minute, row.errors_per_minute) == (4.0, 1.0)
     assert [live.process.pid for live in row.workers] == [41]

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Min, QuerySet
+from django.db.models import Count
 
 from ...counting import count_up_to
 from ...health import QueueHealth, evaluate, queue_state
 from ...messages import QueueMessage
+from ...overview import present_statuses
 from ...processes import WorkerProcess, WorkerProcessQueue
 from ...status import Status
 from ...throughput import Throughput, totals
@@ -68,23 +69,12 @@ def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) 
     state = queue_state(message_class, now)
     health_check = message_class.queue_options.health_check
     counts: dict[str, int] = {status.value: 0 for status in Status}
-    counts.update({status: count_up_to(rows.filter(status=status), limit) for status in statuses_in(rows)})
+    counts.update({status: count_up_to(rows.filter(status=status), limit) for status in present_statuses(rows)})
     return QueueFigures(
         counts=counts,
         oldest_pending_wait=state.oldest_pending_wait,
         health=evaluate(state, message_class.queue_options) if health_check else None,
     )
-
-
-def statuses_in(rows: QuerySet) -> list[str]:
-    """Every status in the table, in order, one index probe each (a loose index scan on (status, id))."""
-    found: list[str] = []
-    while True:
-        later = rows if not found else rows.filter(status__gt=found[-1])
-        status = later.order_by().aggregate(first=Min("status"))["first"]
-        if status is None:
-            return found
-        found.append(status)
 
 
 def live_workers(queues: list[str], alias: str, now: datetime) -> dict[str, int]:

@@ -7,9 +7,10 @@ import pytest
 from django.utils import timezone
 
 from nexus_queues import Status, throughput
-from nexus_queues.contrib.prometheus.figures import live_workers, queue_figures, read_figures, statuses_in
+from nexus_queues.contrib.prometheus.figures import live_workers, queue_figures, read_figures
 from nexus_queues.counting import AtLeast
 from nexus_queues.messages import HealthStatus
+from nexus_queues.overview import present_statuses
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue
 from nexus_queues.registry import registry
 from nexus_queues.throughput import Throughput
@@ -40,12 +41,12 @@ def process(*queues: str, seen, stopped=False, dispatches=False) -> WorkerProces
     return row
 
 
-def test_statuses_in__every_status_once_in_order_custom_ones_too():
+def test_present_statuses__every_status_once_in_order_custom_ones_too():
     """The loose index scan finds each status present once, built-in and custom, in sort order."""
     for status in (Status.PENDING, Status.ERROR, "OnHold", Status.PENDING, "Archived"):
         PendingFactory.create(queue=Greeting, status=status)
-    assert statuses_in(Greeting.queue_items()) == ["Archived", "Error", "OnHold", "Pending"]
-    assert statuses_in(Audit.queue_items()) == []
+    assert present_statuses(Greeting.queue_items()) == ["Archived", "Error", "OnHold", "Pending"]
+    assert present_statuses(Audit.queue_items()) == []
 
 
 def test_queue_figures__counts_stop_at_the_limit_and_say_so():
