@@ -89,6 +89,7 @@ class WorkerProcess(models.Model):
     class Meta:
         db_table = "nexus_worker_process"
         verbose_name = "worker process"
+        verbose_name_plural = "worker processes"
         ordering = ("-started_at",)
         indexes = [
             models.Index(fields=["last_seen_at"], name="nx_process_last_seen"),

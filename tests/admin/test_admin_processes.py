@@ -50,3 +50,9 @@ def test_process_admin__is_read_only(admin_client: Client) -> None:
     page = admin_client.get(f"{LIST}{row.pk}/change/")
     assert page.status_code == 200 and 'type="submit"' not in page.content.decode().split('id="content-main"')[1]
     assert 'nexus-process-stopped' in admin_client.get(LIST).content.decode()
+
+
+def test_process_admin__index_names_the_list_worker_processes(admin_client: Client) -> None:
+    """The admin index lists "Worker processes" (a plural Django would otherwise spell "processs")."""
+    html = admin_client.get("/admin/").content.decode()
+    assert ">Worker processes</a>" in html and "processs" not in html
