@@ -111,6 +111,7 @@ def test_check_metrics_settings__names_a_bad_value(settings, name, value, expect
     assert error.id == "nexus_queues.E003" and name in error.msg and expected in error.msg
 
 
+@pytest.mark.django_db(databases="__all__")  # manage.py check asks each database what it supports
 def test_check_metrics_settings__fails_manage_py_check(settings):
     """The check is registered: ``manage.py check`` refuses a scrape without a time budget."""
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "METRICS_TIME_BUDGET": None}
