@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
 from django.core import checks
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from .. import signals
 from ..backends import backend_for
+from ..conf import settings
 from ..enqueueing import EnqueueResult
 from ..exceptions import NotRegistered
 from ..serialization import canonical_json, json_hash
@@ -87,10 +89,13 @@ class NexusBackend(BaseTaskBackend):
             status=Status.SLEEPING if sleeping else backend.default_status_expression(model),
             process_at=task.run_after, priority=task.priority, created_at=now, updated_at=now,
         )
-        item.save(using=backend.alias, force_insert=True)
+        notify = settings.NOTIFY and not sleeping
+        # One transaction: the wake-up rides on the insert's commit instead of paying for its own.
+        with transaction.atomic(using=backend.alias) if notify else nullcontext():
+            item.save(using=backend.alias, force_insert=True)
+            if notify:
+                backend.notify(message_class.queue_name())
         item.status = Status.SLEEPING if sleeping else Status.PENDING  # READY either way: no need to read it back
-        if not sleeping:
-            backend.notify(message_class.queue_name())
         return item
 
 
