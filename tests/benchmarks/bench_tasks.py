@@ -51,7 +51,8 @@ def empty() -> None:
 def workers(system: dict, count: int, *extra: str) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "django", *system["worker"], *extra]
-    return [subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(count)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    return [subprocess.Popen(argv, env=env, cwd=ROOT, **quiet) for _ in range(count)]
 
 
 def enqueue_rate(system: dict) -> float:
@@ -113,8 +114,8 @@ def main() -> None:
     for name, r in results.items():
         print(f"{name:16} enqueue {r['enqueue']:8.0f}/s  drain(2 workers) {r['drain']:8.0f}/s  "
               f"latency median {r['latency'][0]:7.1f} ms  p95 {r['latency'][1]:7.1f} ms")
-    print(f"ratio nexus/db    enqueue {nexus['enqueue'] / db['enqueue']:.2f}x  drain {nexus['drain'] / db['drain']:.2f}x"
-          f"  latency median {nexus['latency'][0] / db['latency'][0]:.3f}x")
+    print(f"ratio nexus/db    enqueue {nexus['enqueue'] / db['enqueue']:.2f}x  "
+          f"drain {nexus['drain'] / db['drain']:.2f}x  latency median {nexus['latency'][0] / db['latency'][0]:.3f}x")
 
 
 if __name__ == "__main__":
