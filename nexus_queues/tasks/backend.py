@@ -17,6 +17,7 @@ from ..enqueueing import EnqueueResult
 from ..exceptions import NotRegistered
 from ..serialization import canonical_json, json_hash
 from ..status import Status
+from .checks import backend_problems
 from .compat import (
     BaseTaskBackend,
     Task,
@@ -66,8 +67,6 @@ class NexusBackend(BaseTaskBackend):
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         """The backend's configuration problems (see :mod:`nexus_queues.tasks.checks`)."""
-        from .checks import backend_problems
-
         return [*super().check(**kwargs), *backend_problems(self)]
 
     def _queue(self, name: str) -> type[TaskMessage]:

@@ -6,7 +6,8 @@ Their migrations are the project's (``MIGRATION_MODULES["nexus_tasks"]``), since
 from __future__ import annotations
 
 from .options import declared_queues
-from .queues import declare, declare_job
+from .queues import declare
+from .running import declare_job
 
 
 def _declare_all() -> None:

@@ -11,6 +11,7 @@ from django.db import connections
 from django.utils.module_loading import import_string
 
 from ..exceptions import ConfigurationError
+from .backend import NexusBackend
 
 DEFAULT_QUEUE_NAME = "default"
 
@@ -56,8 +57,6 @@ def backend_options(alias: str, options: dict[str, Any]) -> BackendOptions:
 
 def nexus_backends() -> dict[str, dict[str, Any]]:
     """The entries of ``settings.TASKS`` whose backend is ours (or a subclass), by alias."""
-    from .backend import NexusBackend
-
     found = {}
     for alias, params in (getattr(settings, "TASKS", None) or {}).items():
         backend = params.get("BACKEND")

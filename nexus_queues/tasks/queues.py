@@ -8,12 +8,10 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from ..exceptions import ConfigurationError
-from ..jobs import QueueJob
 from ..messages import QueueMessageWithId
 from ..models import QueueItem
 from ..registry import registry
 from .items import TaskItem
-from .options import BackendOptions
 
 QUEUE_PREFIX = "tasks_"
 TASK_QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,33}$")
@@ -69,14 +67,3 @@ def declare(task_queue_name: str, *, keep_results_for: timedelta | None, databas
 
     message_class: type[TaskMessage] = types.new_class(name, (TaskMessage,), keywords, body)  # type: ignore[assignment]
     return message_class
-
-
-def declare_job(message_class: type[TaskMessage], options: BackendOptions) -> type[QueueJob]:
-    """Make the job that runs the queue's tasks in ``nexus_worker``."""
-    from .running import TaskJob
-
-    attrs = {
-        "__module__": MODULE, "__qualname__": f"{message_class.__name__}Job", "message_class": message_class,
-        "batch_size": options.batch_size, "max_attempts": options.max_attempts, "backoff": options.backoff,
-    }
-    return type(f"{message_class.__name__}Job", (TaskJob,), attrs)

@@ -16,7 +16,8 @@ from ..status import Status
 from ..worker.runs import worker_name
 from .compat import TaskContext, TaskResult, TaskResultStatus, normalize_json, task_finished, task_started
 from .items import TaskItem
-from .queues import TaskMessage
+from .options import BackendOptions
+from .queues import MODULE, TaskMessage
 from .results import errors_of, task_result
 
 
@@ -29,6 +30,16 @@ class TaskJob(QueueJob, abstract=True):
         """Run each task of the batch in lease order; a failure is that task's outcome."""
         ordered = sorted(items, key=lambda item: (-item.priority, item.pk))  # type: ignore[attr-defined]
         return {item.pk: run_task(item) for item in ordered}  # type: ignore[arg-type]
+
+
+def declare_job(message_class: type[TaskMessage], options: BackendOptions) -> type[TaskJob]:
+    """Make the job that runs the queue's tasks in ``nexus_worker``."""
+    name = f"{message_class.__name__}Job"
+    attrs = {
+        "__module__": MODULE, "__qualname__": name, "message_class": message_class,
+        "batch_size": options.batch_size, "max_attempts": options.max_attempts, "backoff": options.backoff,
+    }
+    return type(name, (TaskJob,), attrs)
 
 
 def run_task(item: TaskItem) -> BaseException | None:
