@@ -116,7 +116,7 @@ def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) 
             present = _indexed_columns(connection.introspection.get_constraints(cursor, table))
         column_of = {field.name: str(field.column) for field in cls.queue_model._meta.concrete_fields}
         for index in (*cls.queue_model._meta.indexes, *cls.queue_model._meta.constraints):
-            columns = tuple(column_of[name] for name in index.fields)
+            columns = tuple(column_of[name.lstrip("-")] for name in index.fields)  # "-priority": descending
             if columns not in present:
                 problems.append(
                     checks.Warning(

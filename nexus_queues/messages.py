@@ -170,6 +170,8 @@ class QueueMessage(BaseModel):
     queue_options: ClassVar[QueueOptions]
     queue_model: ClassVar[type[QueueItem]]
     """The Django model of the queue's table (made with the class)."""
+    queue_item_base: ClassVar[type[QueueItem]] = QueueItem  # type: ignore[type-abstract]
+    """The abstract model the queue's table derives from: another one adds columns (a task queue's results)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Accept the queue keywords; the queue is made once pydantic has built the class."""

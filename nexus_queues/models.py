@@ -82,6 +82,8 @@ class QueueItem(models.Model):
     objects = QueueItemQuerySet.as_manager()
 
     message_class: ClassVar[type[QueueMessage]]
+    lease_ordering: ClassVar[tuple[str, ...]] = ("id",)
+    """The order leases take Pending rows in (FIFO); also the columns after ``status`` in the status index."""
 
     class Meta:
         abstract = True
@@ -222,6 +224,7 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
         # Django only makes content types and permissions (post_migrate) for apps with a models module.
         app_config.models_module = sys.modules[module]
     options = message_class.queue_options
+    base = message_class.queue_item_base
     table = f"nexus_{options.queue}"
     meta_attrs: dict[str, Any] = {
         "app_label": app_config.label,
@@ -230,7 +233,7 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
         "verbose_name": f"{options.queue} message",
         "verbose_name_plural": options.queue,
         "indexes": [
-            models.Index(fields=["status", "id"], name=index_name(table, "status")),
+            models.Index(fields=["status", *base.lease_ordering], name=index_name(table, "status")),
             PartialIndex(
                 fields=["status", "process_at"], name=index_name(table, "due"), where=Q(status=Status.SLEEPING.value)
             ),
@@ -251,7 +254,7 @@ def create_queue_model(message_class: type[QueueMessage]) -> type[QueueItem]:
         "Meta": type("Meta", (), meta_attrs),
         "message_class": message_class,
     }
-    model: type[QueueItem] = type(f"{message_class.__name__}QueueItem", (QueueItem,), attrs)  # type: ignore[assignment]
+    model: type[QueueItem] = type(f"{message_class.__name__}QueueItem", (base,), attrs)  # type: ignore[assignment]
     # Importable by name from the message class's module, as Django's shell and pickling expect of a model.
     defining = sys.modules.get(module)
     if defining is not None and model.__qualname__ == model.__name__ and not hasattr(defining, model.__name__):

@@ -3,6 +3,7 @@
 import os
 import tempfile
 from datetime import timedelta
+from importlib.util import find_spec
 from pathlib import Path
 
 import environ
@@ -26,6 +27,8 @@ INSTALLED_APPS = [
     "nexus_queues",
     "nexus_queues.contrib.spark",
     "nexus_queues.contrib.rabbitmq",
+    "nexus_queues.tasks",
+    *([] if find_spec("django.tasks") else ["django_tasks"]),  # the backport before Django 6
     "tests.testapp",
 ]
 MIDDLEWARE = [
@@ -65,6 +68,9 @@ if os.environ.get("NEXUS_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]
 
 NEXUS_QUEUES: dict[str, object] = {"MODULES": ["tests.testapp.more_queues"]}
+# Two task queues on nexus queues; their tables' migrations live with the test app, as a project's would.
+TASKS = {"default": {"BACKEND": "nexus_queues.tasks.NexusBackend", "QUEUES": ["default", "reports"]}}
+MIGRATION_MODULES = {"nexus_tasks": "tests.testapp.task_migrations"}
 # The worker processes' heartbeats, quick in the tests that watch them.
 if os.environ.get("NEXUS_TEST_HEARTBEAT_INTERVAL"):
     NEXUS_QUEUES["WORKER_HEARTBEAT_INTERVAL"] = timedelta(seconds=float(os.environ["NEXUS_TEST_HEARTBEAT_INTERVAL"]))

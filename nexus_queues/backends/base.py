@@ -14,6 +14,7 @@ from django.apps import apps
 from django.db import DatabaseError, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from ..changes import Change, Column
 from ..conf import settings
@@ -108,7 +109,7 @@ UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s
  WHERE {claimed_ids}
 RETURNING {columns}"""
 PICK_SQL = """SELECT id FROM {table} WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
-               ORDER BY id LIMIT %s {lock}"""
+               ORDER BY {order} LIMIT %s {lock}"""
 
 # Staged messages, the last staged of each message id only (rejects left out).
 NEWEST_STAGED_SQL = """SELECT * FROM (
@@ -251,6 +252,11 @@ class Backend:
             cursor.execute(f"SELECT {self._default_status_sql()}", [options.queue, options.default_status])
             return str(cursor.fetchone()[0])
 
+    def default_status_expression(self, model: type[QueueItem]) -> RawSQL:
+        """The queue's current default status, as a value an ORM insert computes in its own statement."""
+        options = model.message_class.queue_options
+        return RawSQL(self._default_status_sql(), [options.queue, options.default_status])
+
     def notify(self, queue: str, cursor: Any = None) -> None:
         """Wake the idle loops of ``queue`` when this transaction commits: by default those on this host."""
         if transports.AVAILABLE:
@@ -344,7 +350,7 @@ class Backend:
     def _claimable(self, model: type[QueueItem], now: datetime) -> QuerySet[QueueItem]:
         """The rows a claim picks from, in its order: Pending and not expired."""
         unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-        return model.objects.using(self.alias).pending().filter(unexpired).order_by("id")
+        return model.objects.using(self.alias).pending().filter(unexpired).order_by(*model.lease_ordering)
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
         sql, params = self._claim_sql(claim)
@@ -359,12 +365,17 @@ class Backend:
         if key not in CLAIM_STATEMENTS:
             columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
             table = self.quote(model._meta.db_table)
-            pick = PICK_SQL.format(table=table, lock=self.claim_lock)
+            pick = PICK_SQL.format(table=table, order=self._order(model), lock=self.claim_lock)
             claimed_ids = self.claimed_ids.format(pick=pick)
             CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
         now = self.adapt(claim.now)
         params = [self.adapt(claim.lease_until), claim.correlation_id, now, now, claim.count]
         return CLAIM_STATEMENTS[key], params
+
+    def _order(self, model: type[QueueItem]) -> str:
+        """The model's lease ordering as SQL (``-priority`` -> ``priority DESC``)."""
+        names = model.lease_ordering
+        return ", ".join(f"{self.quote(n[1:])} DESC" if n.startswith("-") else self.quote(n) for n in names)
 
     def _items(self, model: type[QueueItem], rows: Sequence[Sequence[Any]]) -> list[QueueItem]:
         return hydration.items(self.connection, model, rows)

@@ -15,7 +15,10 @@ def test_list_queues__counts_per_status_and_health(admin):
     ErrorFactory.create_batch(2, queue=Greeting)
     ItemFactory.for_queue(Greeting, status="Parked")
     queues = {q["name"]: q for q in admin.get("queues").json()}
-    assert set(queues) == {"arrivals", "audits", "digests", "greetings", "inventory", "pings", "products", "shipments"}
+    assert set(queues) == {
+        "arrivals", "audits", "digests", "greetings", "inventory", "pings", "products", "shipments",
+        "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
+    }
     greetings = queues["greetings"]
     assert greetings["counts"]["Error"] == 2 and greetings["counts"]["Parked"] == 1
     assert greetings["counts"]["Pending"] == 0 and greetings["category"] == "Tests"

@@ -215,7 +215,10 @@ def test_check__pending_threshold_transitions(greeting_options):
 
 def test_queue_checks__one_per_queue_with_health_check(greeting_options):
     """Every registered queue gets a check unless its health_check option is off."""
-    every = {"arrivals", "audits", "digests", "greetings", "inventory", "pings", "products", "shipments"}
+    every = {
+        "arrivals", "audits", "digests", "greetings", "inventory", "pings", "products", "shipments",
+        "tasks_default", "tasks_reports",  # the task queues of settings.TASKS have health checks too
+    }
     assert {c.queue for c in queue_checks()} == every
     greeting_options(health_check=False)
     assert "greetings" not in {c.queue for c in queue_checks()}
@@ -229,7 +232,7 @@ def test_page__reports_each_queue():
     """The health page served under /nexus/health/ lists every queue; any failure makes it 500."""
     ok = Client().get("/nexus/health/", {"format": "json"})
     assert ok.status_code == 200
-    assert ok.json()["QueueCheck(queue='greetings')"] == "OK" and len(ok.json()) == 8
+    assert ok.json()["QueueCheck(queue='greetings')"] == "OK" and len(ok.json()) == 10  # 2 of them task queues
     set_status(Status.ERROR)
     failing = Client().get("/nexus/health/", {"format": "json"})
     assert failing.status_code == 500
@@ -262,7 +265,7 @@ def test_view__adds_queue_checks_to_configured_ones():
     """The view keeps the checks it is given and adds the queues' after them."""
     view = QueueHealthCheckView(checks=["health_check.checks.Database"])
     names = [type(check).__name__ for check in view.get_checks()]
-    assert names[0] == "Database" and names.count("QueueCheck") == 8
+    assert names[0] == "Database" and names.count("QueueCheck") == 10  # 2 of them task queues
 
 
 @pytest.mark.engines("mysql", "postgresql")

@@ -1,0 +1,74 @@
+"""The ``@task`` functions the tests enqueue on the nexus backend (``settings.TASKS``)."""
+
+import os
+from pathlib import Path
+
+from nexus_queues.tasks.compat import TaskContext, task, task_finished, task_started
+
+
+def _report(*words: object) -> None:
+    """One line in the test's report file (``NEXUS_TEST_OUT``), as the test jobs write."""
+    out = os.environ.get("NEXUS_TEST_OUT")
+    if out:
+        with Path(out).open("a") as file:
+            file.write(" ".join(str(w) for w in words) + "\n")
+
+
+@task
+def add(a: int, b: int) -> int:
+    """The sum, as the result's return value."""
+    return a + b
+
+
+@task
+def noop() -> None:
+    """Nothing: the benchmark's task."""
+
+
+@task
+def record(label: str) -> str:
+    """Reports ``label`` (the order tasks ran in) and returns it."""
+    _report(label)
+    return label
+
+
+@task(queue_name="reports")
+def shout(text: str) -> str:
+    """A task of the second queue."""
+    return text.upper()
+
+
+@task
+def fail(why: str) -> None:
+    """Always raises ValueError(why)."""
+    raise ValueError(why)
+
+
+@task
+def unserialisable() -> object:
+    """Returns a value JSON cannot hold."""
+    return object()
+
+
+@task(takes_context=True)
+def introspect(context: TaskContext, tag: str) -> dict[str, object]:
+    """The context the worker gave it: this attempt and its own result's id."""
+    return {"tag": tag, "attempt": context.attempt, "id": context.task_result.id}
+
+
+@task
+async def async_add(a: int, b: int) -> int:
+    """An async task: the worker awaits it."""
+    return a + b
+
+
+def _signal_reporter(name: str):
+    def receiver(sender: type, task_result, **kwargs: object) -> None:
+        _report("signal", name, task_result.id, task_result.status)
+
+    return receiver
+
+
+# Connected where the tasks run (the worker imports this module to find them), so the tests see the signals.
+for _name, _signal in (("started", task_started), ("finished", task_finished)):
+    _signal.connect(_signal_reporter(_name), weak=False, dispatch_uid=f"tests-task-{_name}")
