@@ -27,6 +27,11 @@ def present_statuses(rows: QuerySet, limit: int | None = None) -> list[str]:
     return found
 
 
+def status_counts(rows: QuerySet, limit: int) -> dict[str, int]:
+    """Messages per status present, in order, each counted up to ``limit`` (an ``AtLeast`` there)."""
+    return {status: count_up_to(rows.filter(status=status), limit) for status in present_statuses(rows)}
+
+
 @dataclass(frozen=True)
 class QueueOverview:
     """A queue's figures and settings at one moment."""
@@ -47,7 +52,7 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
     """Counts per status (each counted up to ``limit``), health, oldest Pending message and settings."""
     options = message_class.queue_options
     rows = message_class.queue_items()
-    counts: dict[str, int] = {s: count_up_to(rows.filter(status=s), limit) for s in present_statuses(rows)}
+    counts = status_counts(rows, limit)
     first_in_line = rows.pending().order_by("id").values_list("updated_at", flat=True).first()
     return QueueOverview(
         counts=counts,

@@ -60,6 +60,9 @@ class Throughput:
     run_seconds: float = 0.0
     """The runs' summed time from lease to finish."""
 
+    def __add__(self, other: Throughput) -> Throughput:
+        return Throughput(*(getattr(self, c) + getattr(other, c) for c in COUNTS))
+
 
 def minute_of(at: datetime) -> datetime:
     """The start of the minute ``at`` falls in, in UTC."""
@@ -95,13 +98,11 @@ def fold(using: str, now: datetime | None = None) -> int:
     while True:
         with backend.write_transaction():
             batch = list(old.select_for_update().order_by("id")[: settings.WORKER_CLEANUP_BATCH_SIZE])
-            sums: dict[str, dict[str, float]] = {}
+            sums: dict[str, Throughput] = {}
             for row in batch:
-                queue_sums = sums.setdefault(row.queue, dict.fromkeys(COUNTS, 0))
-                for count in COUNTS:
-                    queue_sums[count] += getattr(row, count)
-            for queue, values in sums.items():
-                backend.add_counts(QueueMinute, {"queue": queue, "minute": ALL_TIME}, values)
+                sums[row.queue] = sums.get(row.queue, Throughput()) + _throughput(*(getattr(row, c) for c in COUNTS))
+            for queue, counts in sums.items():
+                backend.add_counts(QueueMinute, {"queue": queue, "minute": ALL_TIME}, _values(counts))
             QueueMinute.objects.using(using).filter(id__in=[row.id for row in batch]).delete()
         folded += len(batch)
         if len(batch) < settings.WORKER_CLEANUP_BATCH_SIZE:

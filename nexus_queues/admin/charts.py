@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..throughput import Throughput
+from ..throughput import Throughput, minute_of
 
 WIDTH = 240
 """The chart's width in CSS pixels (its bars share it)."""
@@ -52,7 +52,7 @@ class Slot:
 
 def span_start(span: Span, now: datetime) -> datetime:
     """The first minute the chart of ``span`` shows at ``now`` (the last is ``now``'s minute)."""
-    return now.astimezone(UTC).replace(second=0, microsecond=0) + MINUTE - span.length
+    return minute_of(now) + MINUTE - span.length
 
 
 def slots(minutes: Mapping[datetime, Throughput], span: Span, now: datetime) -> list[Slot]:

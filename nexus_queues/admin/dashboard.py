@@ -26,7 +26,7 @@ from ..registry import registry
 from ..throughput import Throughput, per_minute
 from .charts import HOUR, SPANS, Span, slots, span_start, throughput_chart
 from .queues import QueueItemAdmin, status_badge
-from .sites import QUEUES_APP_LABEL, add_to_queues_app, section_of
+from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of, section_of
 
 REFRESH_SECONDS = 5
 """How often the open page fetches its figures again."""
@@ -130,7 +130,7 @@ class Dashboard:
         overview = queue_overview(message_class, limit)
         since = span_start(max(span, HOUR, key=lambda s: s.length), now)
         minutes = per_minute(name, since, using=message_class.queue_options.database)
-        url = reverse(f"{self.admin_site.name}:{_url_name(message_class)}_changelist")
+        url = admin_url(self.admin_site, message_class.queue_model, "changelist")
         return QueueRow(
             name=name, title=message_class.queue_options.title, url=url, overview=overview,
             badges=[(s, status_badge(s), n) for s, n in overview.counts.items()],
@@ -157,14 +157,7 @@ class Dashboard:
 
 
 def _sum(minutes: dict[datetime, Throughput], since: datetime) -> Throughput:
-    counts = [c for minute, c in minutes.items() if minute >= since]
-    return Throughput(processed=sum(c.processed for c in counts), errors=sum(c.errors for c in counts),
-                      runs=sum(c.runs for c in counts), run_seconds=sum(c.run_seconds for c in counts))
-
-
-def _url_name(message_class: type[QueueMessage]) -> str:
-    meta = message_class.queue_model._meta
-    return f"{meta.app_label}_{meta.model_name}"
+    return sum((counts for minute, counts in minutes.items() if minute >= since), Throughput())
 
 
 def add_dashboard(site: AdminSite) -> Dashboard:
@@ -189,7 +182,3 @@ def add_dashboard(site: AdminSite) -> Dashboard:
     site.dashboard = dashboard  # type: ignore[attr-defined]
     return dashboard
 
-
-def dashboard_of(site: AdminSite) -> Dashboard | None:
-    """The dashboard served on ``site``, None when it serves none."""
-    return getattr(site, "dashboard", None)

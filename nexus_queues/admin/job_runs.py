@@ -17,6 +17,7 @@ from ..job_control import outcome
 from ..models import JobRun
 from ..registry import registry
 from .changelist import RecordAdmin
+from .sites import admin_url
 
 
 def with_seconds(moment: datetime | None) -> str:
@@ -102,8 +103,7 @@ class JobRunAdmin(RecordAdmin):
     @admin.display(description="messages it leased")
     def messages(self, run: JobRun) -> str:
         try:
-            model = registry.get(run.queue).queue_model
-            url = reverse(f"{self.admin_site.name}:{model._meta.app_label}_{model._meta.model_name}_changelist")
+            url = admin_url(self.admin_site, registry.get(run.queue).queue_model, "changelist")
         except (NotRegistered, NoReverseMatch):
             return "-"
         return format_html('<a href="{}?correlation_id={}">{} messages with correlation id {}</a>',

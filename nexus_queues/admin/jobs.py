@@ -33,7 +33,7 @@ from ..job_control import (
 from ..jobs import QueueJob, jobs
 from ..messages import QueueMessage
 from ..models import JobRun
-from .sites import QUEUES_APP_LABEL, add_to_queues_app
+from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url
 
 UNCATEGORISED = {"queue": "Queues", "periodic": "Periodic jobs"}
 """The section of a job without a category, by kind."""
@@ -167,8 +167,7 @@ class JobsPage:
     def _queue_url(self, job: Job) -> str:
         if not issubclass(job, QueueJob) or not self.admin_site.is_registered(job.message_class.queue_model):
             return ""
-        meta = job.message_class.queue_model._meta
-        return reverse(f"{self.admin_site.name}:{meta.app_label}_{meta.model_name}_changelist")
+        return admin_url(self.admin_site, job.message_class.queue_model, "changelist")
 
     def _run_url(self, request: HttpRequest, run: JobRun | None) -> str:
         if run is None or not self.admin_site.is_registered(JobRun):

@@ -41,7 +41,7 @@ from .forms import (
 from .job_runs import with_seconds
 from .jobs import jobs_page_of
 from .overview import queue_status_suggestions, status_suggestions
-from .sites import queue_context, section_of
+from .sites import admin_url, dashboard_of, queue_context, section_of
 
 STATUS_COLOURS = {
     Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
@@ -131,7 +131,7 @@ class QueueItemAdmin(admin.ModelAdmin):
             return "-"
         short = Truncator(item.correlation_id).chars(SHORT_ID_LENGTH + 1)
         try:
-            url = reverse(f"{self.admin_site.name}:{_url_name(self.model)}_job_run", args=[item.correlation_id])
+            url = admin_url(self.admin_site, self.model, "job_run", item.correlation_id)
         except NoReverseMatch:
             return format_html('<span title="{}">{}</span>', item.correlation_id, short)
         return format_html('<a href="{}" title="job run {}">{}</a>', url, item.correlation_id, short)
@@ -295,11 +295,8 @@ class QueueItemAdmin(admin.ModelAdmin):
 
     def _dashboard_url(self) -> str:
         """The dashboard's page of the queue's category ("" when the site serves no dashboard)."""
-        try:
-            url = reverse(f"{self.admin_site.name}:nexus_queues_dashboard")
-        except NoReverseMatch:
-            return ""
-        return f"{url}?{urlencode({'category': section_of(self.model.message_class)})}"
+        dashboard = dashboard_of(self.admin_site)
+        return dashboard.url(section_of(self.model.message_class)) if dashboard else ""
 
     def _job_link(self) -> str:
         page = jobs_page_of(self.admin_site)
@@ -327,7 +324,7 @@ class QueueItemAdmin(admin.ModelAdmin):
         else:
             self.message_user(request, f"No job run with correlation id {correlation_id} is recorded; here are the "
                                        "messages it leased.", messages.WARNING)
-        changelist = reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist")
+        changelist = admin_url(self.admin_site, self.model, "changelist")
         return HttpResponseRedirect(f"{changelist}?{urlencode({'correlation_id': correlation_id})}")
 
     def add_view(
@@ -342,7 +339,7 @@ class QueueItemAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             stored = self._enqueue(request, form)
             if stored:
-                return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
+                return HttpResponseRedirect(admin_url(self.admin_site, self.model, "changelist"))
         context = {**self.admin_site.each_context(request), **queue_context(self.model.message_class),
                    "title": f"Enqueue a message: {message_class.queue_options.title}", "form": form,
                    "opts": self.model._meta, "queue": message_class.queue_name()}
@@ -376,8 +373,5 @@ class QueueItemAdmin(admin.ModelAdmin):
         else:
             errors = "; ".join(f"{field}: {' '.join(map(str, e))}" for field, e in form.errors.items())
             self.message_user(request, f"Queue settings not saved: {errors}", messages.ERROR)
-        return HttpResponseRedirect(reverse(f"{self.admin_site.name}:{_url_name(self.model)}_changelist"))
+        return HttpResponseRedirect(admin_url(self.admin_site, self.model, "changelist"))
 
-
-def _url_name(model: type[QueueItem]) -> str:
-    return f"{model._meta.app_label}_{model._meta.model_name}"

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin import AdminSite
+from django.db.models import Model
 from django.http import HttpRequest
+from django.urls import reverse
 
 from ..messages import QueueMessage
 from ..registry import registry
 
+if TYPE_CHECKING:
+    from .dashboard import Dashboard
+
 QUEUES_APP_LABEL = "nexus_queues"
 QUEUES_SECTION = "Queues"
 """The index section of this app (its verbose name), where queues without a category join job runs and jobs."""
+
+
+def admin_url(site: AdminSite, model: type[Model], view: str, *args: object) -> str:
+    """The URL of ``model``'s admin ``view`` (``changelist``, ``change``, ...) on ``site``; ``NoReverseMatch`` when
+    the site does not serve it."""
+    return reverse(f"{site.name}:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
 
 
 def section_of(message_class: type[QueueMessage]) -> str:
@@ -91,3 +102,8 @@ def group_index_by_category(site: AdminSite, category_url: Callable[[str], str] 
 
     get_app_list.groups_queues = True  # type: ignore[attr-defined]
     site.get_app_list = get_app_list  # type: ignore[method-assign]
+
+
+def dashboard_of(site: AdminSite) -> Dashboard | None:
+    """The dashboard served on ``site`` (by :func:`~nexus_queues.admin.dashboard.add_dashboard`), None when none."""
+    return getattr(site, "dashboard", None)

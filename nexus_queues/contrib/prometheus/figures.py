@@ -9,10 +9,9 @@ from datetime import datetime, timedelta
 
 from django.db.models import Count
 
-from ...counting import count_up_to
 from ...health import QueueHealth, evaluate, queue_state
 from ...messages import QueueMessage
-from ...overview import present_statuses
+from ...overview import status_counts
 from ...processes import WorkerProcess, WorkerProcessQueue
 from ...status import Status
 from ...throughput import Throughput, totals
@@ -69,7 +68,7 @@ def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) 
     state = queue_state(message_class, now)
     health_check = message_class.queue_options.health_check
     counts: dict[str, int] = {status.value: 0 for status in Status}
-    counts.update({status: count_up_to(rows.filter(status=status), limit) for status in present_statuses(rows)})
+    counts.update(status_counts(rows, limit))
     return QueueFigures(
         counts=counts,
         oldest_pending_wait=state.oldest_pending_wait,
