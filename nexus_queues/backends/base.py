@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -181,11 +181,13 @@ class Backend:
 
     # --- enqueue -------------------------------------------------------------------
 
-    def insert_one(self, model: type[QueueItem], row: EnqueueRow, *, notify: bool) -> int:
-        """Insert one row; a ``None`` status means the queue's current default status. Returns its id."""
-        sql, params = self._values(model, [row])
+    def insert_one(
+        self, model: type[QueueItem], row: EnqueueRow, *, notify: bool, extra: Mapping[str, Any] | None = None
+    ) -> int:
+        """Insert one row, with the ``extra`` columns of its model (a task's priority); a ``None`` status means the
+        queue's current default status. Returns its id."""
         with self.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {sql}", params)
+            cursor.execute(*self._insert_one_sql(model, row, extra))
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
             return int(cursor.lastrowid)
@@ -543,6 +545,17 @@ class Backend:
         if row.status is None:
             values[STATUS_INDEX] = default_status
         return values
+
+    def _insert_one_sql(
+        self, model: type[QueueItem], row: EnqueueRow, extra: Mapping[str, Any] | None
+    ) -> tuple[str, list[Any]]:
+        values, params = self._values(model, [row])
+        columns = self._columns()
+        if extra:
+            columns = columns[:-1] + "".join(f", {self.quote(name)}" for name in extra) + ")"
+            values = values[:-1] + ", %s" * len(extra) + ")"
+            params += list(extra.values())
+        return f"INSERT INTO {self.quote(model._meta.db_table)} {columns} VALUES {values}", params
 
     def _values(self, model: type[QueueItem], rows: Sequence[EnqueueRow]) -> tuple[str, list[Any]]:
         """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""

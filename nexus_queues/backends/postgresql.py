@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -100,11 +100,12 @@ class PostgresBackend(Backend):
         )
         return tuple(sorted(r[0] for r in cursor.fetchall()))
 
-    def insert_one(self, model: type[QueueItem], row: EnqueueRow, *, notify: bool) -> int:
-        values, params = self._values(model, [row])
-        sql = f"INSERT INTO {self.quote(model._meta.db_table)} {self._columns()} VALUES {values} RETURNING id"
+    def insert_one(
+        self, model: type[QueueItem], row: EnqueueRow, *, notify: bool, extra: Mapping[str, Any] | None = None
+    ) -> int:
+        sql, params = self._insert_one_sql(model, row, extra)
         with self.cursor() as cursor:
-            return int(self._written(cursor, sql, params, model, notify)[0][0])
+            return int(self._written(cursor, sql + " RETURNING id", params, model, notify)[0][0])
 
     def claim(self, claim: Claim, run: JobRun | None = None) -> list[QueueItem]:
         try:
