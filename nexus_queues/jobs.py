@@ -84,6 +84,9 @@ class QueueJob:
         finally:
             _previous.reset(token)
 
+    def acknowledged(self) -> None:
+        """Called once the run's outcomes are committed, for work that must not come before (by default none)."""
+
     def retry_at(self, item: QueueItem, now: datetime) -> datetime | None:
         """When to try a failed item again, or None when its attempts are used up."""
         if item.attempts >= self.max_attempts:

@@ -69,7 +69,12 @@ if os.environ.get("NEXUS_TEST_DB_NAME"):
 
 NEXUS_QUEUES: dict[str, object] = {"MODULES": ["tests.testapp.more_queues"]}
 # Two task queues on nexus queues; their tables' migrations live with the test app, as a project's would.
-TASKS = {"default": {"BACKEND": "nexus_queues.tasks.NexusBackend", "QUEUES": ["default", "reports"]}}
+TASKS = {
+    "default": {
+        "BACKEND": "nexus_queues.tasks.NexusBackend", "QUEUES": ["default", "reports"],
+        "OPTIONS": {"batch_size": int(os.environ.get("NEXUS_TEST_TASKS_BATCH", "1"))},
+    }
+}
 MIGRATION_MODULES = {"nexus_tasks": "tests.testapp.task_migrations"}
 # The worker processes' heartbeats, quick in the tests that watch them.
 if os.environ.get("NEXUS_TEST_HEARTBEAT_INTERVAL"):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ..failures import describe
@@ -20,16 +23,49 @@ from .options import BackendOptions
 from .queues import MODULE, TaskMessage
 from .results import errors_of, task_result
 
+logger = logging.getLogger("nexus_queues.tasks")
+
 
 class TaskJob(QueueJob, abstract=True):
     """Runs a task queue's tasks, highest priority first; each one's outcome is its row's status."""
 
     message_class: ClassVar[type[TaskMessage]]
 
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = []
+
     def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
         """Run each task of the batch in lease order; a failure is that task's outcome."""
         ordered = sorted(items, key=lambda item: (-item.priority, item.pk))  # type: ignore[attr-defined]
-        return {item.pk: run_task(item) for item in ordered}  # type: ignore[arg-type]
+        self.attempts = [run_task(item) for item in ordered]  # type: ignore[arg-type]
+        return {attempt.item.pk: attempt.error for attempt in self.attempts}
+
+    def acknowledged(self) -> None:
+        """Send ``task_finished`` for each task of the run, now that its row says how it ended."""
+        for attempt in self.attempts:
+            attempt.send_finished()
+
+
+@dataclass
+class Attempt:
+    """One run of a task: its row, its result as the worker saw it end (None if it could not start), its error."""
+
+    item: TaskItem
+    result: TaskResult | None
+    error: BaseException | None
+
+    def send_finished(self) -> None:
+        """Send ``task_finished``; a failure's exception is being handled then, as receivers (the framework's log)
+        expect of the signal."""
+        if self.result is None:
+            return
+        if self.error is None:
+            _send(task_finished, self.result)
+            return
+        try:
+            raise self.error
+        except BaseException:
+            _send(task_finished, self.result)
 
 
 def declare_job(message_class: type[TaskMessage], options: BackendOptions) -> type[TaskJob]:
@@ -42,17 +78,15 @@ def declare_job(message_class: type[TaskMessage], options: BackendOptions) -> ty
     return type(name, (TaskJob,), attrs)
 
 
-def run_task(item: TaskItem) -> BaseException | None:
-    """Run the row's task, sending the framework's signals; store its result; the exception if it failed."""
+def run_task(item: TaskItem) -> Attempt:
+    """Run the row's task, sending ``task_started``, and store its result on the row."""
     item.started_at = timezone.now()
     item.worker_ids = [*(item.worker_ids or []), worker_name()]
     try:
         result = task_result(item, TaskResultStatus.RUNNING)
     except Exception as exc:  # the task cannot be found: it failed to start
-        _store(item, error=exc)
-        return exc
-    sender = type(result.task.get_backend())
-    task_started.send(sender=sender, task_result=result)
+        return Attempt(_store(item, error=exc), None, exc)
+    _send(task_started, result)
     try:
         value = normalize_json(_call(result))
         canonical_json(value, "return value")
@@ -60,11 +94,9 @@ def run_task(item: TaskItem) -> BaseException | None:
         raise
     except BaseException as exc:
         _finish(result, _store(item, error=exc), TaskResultStatus.FAILED)
-        task_finished.send(sender=sender, task_result=result)  # in the except block: receivers see exc_info
-        return exc
+        return Attempt(item, result, exc)
     _finish(result, _store(item, value=value), TaskResultStatus.SUCCESSFUL, value)
-    task_finished.send(sender=sender, task_result=result)
-    return None
+    return Attempt(item, result, None)
 
 
 def _call(result: TaskResult) -> Any:
@@ -95,3 +127,13 @@ def _finish(result: TaskResult, item: TaskItem, status: str, value: Any = None) 
     object.__setattr__(result, "finished_at", finished)
     object.__setattr__(result, "_return_value", value)
     result.errors[:] = errors_of(item)
+
+
+def _send(signal: Signal, result: TaskResult) -> None:
+    """Send a task signal; a receiver that raises is logged, and cannot change the task's outcome."""
+    for receiver, response in signal.send_robust(type(result.task.get_backend()), task_result=result):
+        if isinstance(response, Exception):
+            logger.error(
+                "Receiver %r of a task signal raised for task %s; the task's outcome stands.", receiver, result.id,
+                exc_info=response, extra={"action": "receiver_failed"},
+            )

@@ -55,6 +55,7 @@ def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
         finally:
             heartbeat.release(cid)
         _acknowledge(job, run, _classify(instance, items, outcomes))
+        instance.acknowledged()
         return len(items)
     finally:
         correlation_id.reset(token)

@@ -1,6 +1,9 @@
 """The tasks framework's documented behaviour on NexusBackend, end to end: enqueued here, run by real
 ``manage.py nexus_worker`` processes, read back with ``get_result`` and ``refresh``."""
 
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -10,15 +13,15 @@ from django.utils import timezone
 from nexus_queues import Status
 from nexus_queues.tasks.compat import TaskResultDoesNotExist, TaskResultStatus, task_backends, task_enqueued
 from nexus_queues.tasks.queues import task_queue
-from tests.commands import reports, wait_until
+from tests.commands import ROOT, reports, wait_until
 from tests.testapp import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def drain(manage, *args: str) -> None:
+def drain(manage, *args: str, **env: str) -> None:
     """Run a burst worker over the task queues until they are empty."""
-    command = manage("nexus_worker", "--burst", "--queue", "tasks_default", "--queue", "tasks_reports", *args)
+    command = manage("nexus_worker", "--burst", "--queue", "tasks_default", "--queue", "tasks_reports", *args, **env)
     assert command.finish() == 0, command.log()
 
 
@@ -43,6 +46,23 @@ def test_enqueue__arguments_must_be_json(manage):
     with pytest.raises(TypeError):
         tasks.add.enqueue(object(), 1)
     assert not task_queue("default").queue_items().exists()
+
+
+def test_backend__a_task_can_be_declared_before_django_is_set_up():
+    """Loading the backend loads no model, so a module of @task functions may be imported before django.setup()."""
+    code = (
+        "import sys\n"
+        "from nexus_queues.tasks.compat import task\n"
+        "@task\n"
+        "def early():\n"
+        "    pass\n"
+        "assert 'nexus_queues.models' not in sys.modules, 'the models were loaded'\n"
+        "print(type(early.get_backend()).__name__)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "NexusBackend"
 
 
 def test_get_result__unknown_id_does_not_exist():
@@ -148,11 +168,22 @@ def test_enqueue_on_commit__a_rolled_back_transaction_takes_the_task_with_it(man
 
 
 def test_signals__started_and_finished_are_sent_in_the_worker(manage, files):
-    """The worker sends task_started (RUNNING) and task_finished (with the final status) for each task."""
+    """The worker sends task_started (RUNNING) and task_finished (the final status) for each task. task_finished
+    comes once the outcome is committed, so get_result in a receiver reads it too, and a failure's exception is
+    being handled then, for receivers that log it (as the framework's own does)."""
     ok, bad = tasks.add.enqueue(1, 2), tasks.fail.enqueue("no")
     drain(manage)
     signals = [words[1:] for words in reports(files) if words[0] == "signal"]
     assert signals == [
-        ["started", ok.id, "RUNNING"], ["finished", ok.id, "SUCCESSFUL"],
-        ["started", bad.id, "RUNNING"], ["finished", bad.id, "FAILED"],
+        ["started", ok.id, "RUNNING", "RUNNING", "None"], ["finished", ok.id, "SUCCESSFUL", "SUCCESSFUL", "None"],
+        ["started", bad.id, "RUNNING", "RUNNING", "None"], ["finished", bad.id, "FAILED", "FAILED", "ValueError"],
     ]
+
+
+@pytest.mark.parametrize("batch", ["1", "10"])
+def test_signals__finished_after_the_whole_batch_is_committed(manage, files, batch):
+    """With several tasks leased at once, each task_finished still reads its task's final status."""
+    results = [tasks.add.enqueue(i, i) for i in range(3)] + [tasks.fail.enqueue("no")]
+    drain(manage, NEXUS_TEST_TASKS_BATCH=batch)
+    finished = [words[2:5] for words in reports(files) if words[:2] == ["signal", "finished"]]
+    assert finished == [[r.id, s, s] for r, s in zip(results, ["SUCCESSFUL"] * 3 + ["FAILED"], strict=True)]

@@ -1,6 +1,7 @@
 """The ``@task`` functions the tests enqueue on the nexus backend (``settings.TASKS``)."""
 
 import os
+import sys
 from pathlib import Path
 
 from nexus_queues.tasks.compat import TaskContext, task, task_finished, task_started
@@ -64,7 +65,9 @@ async def async_add(a: int, b: int) -> int:
 
 def _signal_reporter(name: str):
     def receiver(sender: type, task_result, **kwargs: object) -> None:
-        _report("signal", name, task_result.id, task_result.status)
+        stored = task_result.task.get_result(task_result.id).status
+        handling = sys.exc_info()[0]
+        _report("signal", name, task_result.id, task_result.status, stored, handling and handling.__name__)
 
     return receiver
 
