@@ -187,3 +187,14 @@ def test_signals__finished_after_the_whole_batch_is_committed(manage, files, bat
     drain(manage, NEXUS_TEST_TASKS_BATCH=batch)
     finished = [words[2:5] for words in reports(files) if words[:2] == ["signal", "finished"]]
     assert finished == [[r.id, s, s] for r, s in zip(results, ["SUCCESSFUL"] * 3 + ["FAILED"], strict=True)]
+
+
+def test_signals__a_raising_receiver_changes_no_outcome(manage, files):
+    """A task_started or task_finished receiver that raises is logged; that task and the rest of its batch
+    still succeed."""
+    shunned, other = tasks.shunned.enqueue("kept"), tasks.add.enqueue(2, 2)
+    command = manage("nexus_worker", "--burst", "--queue", "tasks_default", NEXUS_TEST_TASKS_BATCH="10")
+    assert command.finish() == 0, command.log()
+    assert tasks.shunned.get_result(shunned.id).return_value == "kept"
+    assert tasks.add.get_result(other.id).status == TaskResultStatus.SUCCESSFUL
+    assert command.log().count(f"raised for task {shunned.id}") == 2, command.log()

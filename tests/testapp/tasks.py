@@ -40,6 +40,12 @@ def shout(text: str) -> str:
 
 
 @task
+def shunned(label: str) -> str:
+    """Returns ``label``; the tests' task signal receivers raise for this task."""
+    return label
+
+
+@task
 def fail(why: str) -> None:
     """Always raises ValueError(why)."""
     raise ValueError(why)
@@ -65,6 +71,8 @@ async def async_add(a: int, b: int) -> int:
 
 def _signal_reporter(name: str):
     def receiver(sender: type, task_result, **kwargs: object) -> None:
+        if task_result.task.func is shunned.func:
+            raise RuntimeError(f"a {name} receiver broke")
         stored = task_result.task.get_result(task_result.id).status
         handling = sys.exc_info()[0]
         _report("signal", name, task_result.id, task_result.status, stored, handling and handling.__name__)
