@@ -84,8 +84,9 @@ class QueueJob:
         finally:
             _previous.reset(token)
 
-    def acknowledged(self) -> None:
-        """Called once the run's outcomes are committed, for work that must not come before (by default none)."""
+    def acknowledge(self) -> None:
+        """Called first in the transaction that acknowledges a run, so that what it writes commits (or not) with the
+        run's outcomes; ``transaction.on_commit`` then defers work until they are committed. By default, nothing."""
 
     def retry_at(self, item: QueueItem, now: datetime) -> datetime | None:
         """When to try a failed item again, or None when its attempts are used up."""

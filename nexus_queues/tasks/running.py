@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -40,19 +41,33 @@ class TaskJob(QueueJob, abstract=True):
         self.attempts = [run_task(item) for item in ordered]  # type: ignore[arg-type]
         return {attempt.item.pk: attempt.error for attempt in self.attempts}
 
-    def acknowledged(self) -> None:
-        """Send ``task_finished`` for each task of the run, now that its row says how it ended."""
+    def acknowledge(self) -> None:
+        """Write each task's result on its row, with the run's outcomes; send ``task_finished`` once they commit."""
+        for attempt in self.attempts:
+            attempt.store()
+        transaction.on_commit(self._send_finished, using=self.message_class.queue_options.database)
+
+    def _send_finished(self) -> None:
         for attempt in self.attempts:
             attempt.send_finished()
 
 
 @dataclass
 class Attempt:
-    """One run of a task: its row, its result as the worker saw it end (None if it could not start), its error."""
+    """One run of a task: its row with the result, the result as the worker saw it end (None if the task could not
+    start), and its error."""
 
     item: TaskItem
     result: TaskResult | None
     error: BaseException | None
+
+    def store(self) -> None:
+        """Write the result on the row, if this worker still holds its lease."""
+        item = self.item
+        columns = ("started_at", "finished_at", "worker_ids", "return_value", "errors")
+        type(item).objects.using(item._state.db).filter(
+            pk=item.pk, correlation_id=item.correlation_id, status=Status.LEASED
+        ).update(**{column: getattr(item, column) for column in columns})
 
     def send_finished(self) -> None:
         """Send ``task_finished``; a failure's exception is being handled then, as receivers (the framework's log)
@@ -79,13 +94,13 @@ def declare_job(message_class: type[TaskMessage], options: BackendOptions) -> ty
 
 
 def run_task(item: TaskItem) -> Attempt:
-    """Run the row's task, sending ``task_started``, and store its result on the row."""
+    """Run the row's task, sending ``task_started``; its result is on ``item``, to be stored with the run."""
     item.started_at = timezone.now()
     item.worker_ids = [*(item.worker_ids or []), worker_name()]
     try:
         result = task_result(item, TaskResultStatus.RUNNING)
     except Exception as exc:  # the task cannot be found: it failed to start
-        return Attempt(_store(item, error=exc), None, exc)
+        return Attempt(_ended(item, error=exc), None, exc)
     _send(task_started, result)
     try:
         value = normalize_json(_call(result))
@@ -93,9 +108,9 @@ def run_task(item: TaskItem) -> Attempt:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        _finish(result, _store(item, error=exc), TaskResultStatus.FAILED)
+        _finish(result, _ended(item, error=exc), TaskResultStatus.FAILED)
         return Attempt(item, result, exc)
-    _finish(result, _store(item, value=value), TaskResultStatus.SUCCESSFUL, value)
+    _finish(result, _ended(item, value=value), TaskResultStatus.SUCCESSFUL, value)
     return Attempt(item, result, None)
 
 
@@ -106,17 +121,13 @@ def _call(result: TaskResult) -> Any:
     return task.call(*result.args, **result.kwargs)
 
 
-def _store(item: TaskItem, *, value: Any = None, error: BaseException | None = None) -> TaskItem:
-    """Write the attempt's result on the row, while this worker still holds its lease."""
+def _ended(item: TaskItem, *, value: Any = None, error: BaseException | None = None) -> TaskItem:
+    """The row with the attempt's end: its time, return value or error."""
     item.finished_at = timezone.now()
     item.return_value = value
     if error is not None:
         details = describe(error)
         item.errors = [*(item.errors or []), {"exception_class_path": details.type, "traceback": details.traceback}]
-    columns = ("started_at", "finished_at", "worker_ids", "return_value", "errors")
-    type(item).objects.using(item._state.db).filter(
-        pk=item.pk, correlation_id=item.correlation_id, status=Status.LEASED
-    ).update(**{column: getattr(item, column) for column in columns})
     return item
 
 

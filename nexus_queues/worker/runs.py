@@ -54,8 +54,7 @@ def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
             outcomes = _process(instance, items)
         finally:
             heartbeat.release(cid)
-        _acknowledge(job, run, _classify(instance, items, outcomes))
-        instance.acknowledged()
+        _acknowledge(instance, run, _classify(instance, items, outcomes))
         return len(items)
     finally:
         correlation_id.reset(token)
@@ -125,12 +124,13 @@ def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
     return retry
 
 
-def _acknowledge(job: type[QueueJob], run: JobRun, outcome: _Classified) -> None:
+def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     alias = job.message_class.queue_options.database
     now = timezone.now()
     unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already
 
     def record() -> None:
+        job.acknowledge()  # first: the job's own writes are still fenced by the lease
         run.processed = len(mark_processed(outcome.done, now=now)) if outcome.done else 0
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
         retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]

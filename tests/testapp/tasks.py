@@ -71,6 +71,8 @@ async def async_add(a: int, b: int) -> int:
 
 def _signal_reporter(name: str):
     def receiver(sender: type, task_result, **kwargs: object) -> None:
+        if "NEXUS_TEST_OUT" not in os.environ:
+            return  # not in a test's worker (in a benchmark's, say): cost nothing
         if task_result.task.func is shunned.func:
             raise RuntimeError(f"a {name} receiver broke")
         stored = task_result.task.get_result(task_result.id).status
