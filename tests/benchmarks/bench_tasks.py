@@ -7,6 +7,7 @@
              tasks / (last finished_at - first started_at), read from the rows, so start-up is not counted
   latency    one idle worker per backend (nexus LISTENs; db_worker polls every DB_INTERVAL s, its default 1);
              N_LATENCY tasks enqueued one at a time, 10-50 ms apart: started_at - enqueued_at, median and p95
+Enqueue and drain: the median of ROUNDS rounds (default 3), the two backends alternating.
 NEXUS_TASKS_BATCH sets the nexus backend's ``batch_size`` option (default 1, one task per lease).
 """
 
@@ -36,6 +37,7 @@ from tests.testapp.tasks import noop  # noqa: E402
 N_ENQUEUE = int(os.environ.get("N_ENQUEUE", 2000))
 N_DRAIN = int(os.environ.get("N_DRAIN", 5000))
 N_LATENCY = int(os.environ.get("N_LATENCY", 100))
+ROUNDS = int(os.environ.get("ROUNDS", 3))
 DB_INTERVAL = os.environ.get("DB_INTERVAL", "1")
 NEXUS = {"task": noop, "rows": lambda: task_queue("default").queue_items(),
          "worker": ["nexus_worker", "--queue", "tasks_default", "--peek-delay", "1"]}
@@ -100,17 +102,22 @@ def latency(system: dict) -> tuple[float, float]:
 def main() -> None:
     call_command("migrate", verbosity=0)
     empty()
-    results = {}
-    for name, system in (("nexus", NEXUS), ("django-tasks-db", DB)):
-        results[name] = {"enqueue": enqueue_rate(system)}
-    results["nexus"]["drain"] = drain_rate(NEXUS, "--burst")
-    results["django-tasks-db"]["drain"] = drain_rate(DB, "--batch")
+    results: dict[str, dict] = {"nexus": {}, "django-tasks-db": {}}
+    enqueues: dict[str, list[float]] = {"nexus": [], "django-tasks-db": []}
+    drains: dict[str, list[float]] = {"nexus": [], "django-tasks-db": []}
+    for _ in range(ROUNDS):  # alternated, so that a change in the machine's load falls on both
+        for name, system in (("nexus", NEXUS), ("django-tasks-db", DB)):
+            enqueues[name].append(enqueue_rate(system))
+        drains["nexus"].append(drain_rate(NEXUS, "--burst"))
+        drains["django-tasks-db"].append(drain_rate(DB, "--batch"))
+    for name in results:
+        results[name] = {"enqueue": statistics.median(enqueues[name]), "drain": statistics.median(drains[name])}
     for name, system in (("nexus", NEXUS), ("django-tasks-db", DB)):
         results[name]["latency"] = latency(system)
     empty()
     nexus, db = results["nexus"], results["django-tasks-db"]
     print(f"batch_size={os.environ.get('NEXUS_TASKS_BATCH', '1')} N_ENQUEUE={N_ENQUEUE} N_DRAIN={N_DRAIN} "
-          f"N_LATENCY={N_LATENCY} load1={os.getloadavg()[0]:.2f}")
+          f"N_LATENCY={N_LATENCY} ROUNDS={ROUNDS} (medians) load1={os.getloadavg()[0]:.2f}")
     for name, r in results.items():
         print(f"{name:16} enqueue {r['enqueue']:8.0f}/s  drain(2 workers) {r['drain']:8.0f}/s  "
               f"latency median {r['latency'][0]:7.1f} ms  p95 {r['latency'][1]:7.1f} ms")
