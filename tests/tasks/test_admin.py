@@ -9,6 +9,7 @@ import re
 
 import pytest
 from django.contrib import admin
+from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -236,6 +237,26 @@ def test_change_view__message_that_names_no_runnable_task_is_refused(
     assert error in response.content.decode()
     assert row(result).message.model_dump(mode="json")["args"] == [1, 1]
     assert tasks.add.get_result(result.id).task.module_path == "tests.testapp.tasks.add"
+
+
+def test_change_view__viewers_see_the_result_and_cannot_edit(client: Client) -> None:
+    """Staff who may only view the queue see the message as text and the result, with no field to change."""
+    user = User.objects.create_user("viewer", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_defaulttasksqueueitem"))
+    client.force_login(user)
+    result = tasks.add.enqueue(20, 22)
+    run_tasks()
+    content = page(client, result)
+    assert '<pre class="nexus-json">42</pre>' in content
+    assert "<textarea" not in content and 'name="status"' not in content
+
+
+def test_changelist__message_that_no_longer_fits_still_shows(admin_client: Client) -> None:
+    """A stored message that is no task message any more (edited in SQL, say) still lists and opens."""
+    result = tasks.add.enqueue(1, 1)
+    task_queue("default").queue_items().update(message={"task": "gone.module.task", "args": "odd"})
+    assert "gone.<wbr>module.<wbr>task" in admin_client.get(DEFAULT).content.decode()
+    assert admin_client.get(f"{DEFAULT}{row(result).pk}/change/").status_code == 200
 
 
 def test_add_view__tasks_are_not_enqueued_by_hand(admin_client: Client) -> None:
