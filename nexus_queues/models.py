@@ -84,6 +84,8 @@ class QueueItem(models.Model):
     message_class: ClassVar[type[QueueMessage]]
     lease_ordering: ClassVar[tuple[str, ...]] = ("id",)
     """The order leases take Pending rows in (FIFO); also the columns after ``status`` in the status index."""
+    admin_class: ClassVar[str] = "nexus_queues.admin.QueueItemAdmin"
+    """The dotted path of the ``ModelAdmin`` that :func:`~nexus_queues.admin.register_queues` gives the model."""
 
     class Meta:
         abstract = True

@@ -8,6 +8,7 @@ page and the dashboard.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.module_loading import import_string
 
 from ..conf import settings
 from ..models import JobRun
@@ -25,11 +26,13 @@ __all__ = ["Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProc
 
 
 def register_queues(site: admin.AdminSite) -> None:
-    """Register every queue not yet on ``site`` with :class:`QueueItemAdmin`, job runs, worker processes, the jobs
-    page and the dashboard (where each category of the index links to)."""
+    """Register every queue not yet on ``site`` with its model's ``admin_class`` (:class:`QueueItemAdmin`, a task
+    queue's ``TaskItemAdmin``), job runs, worker processes, the jobs page and the dashboard (where each category of
+    the index links to)."""
     for message_class in registry:
-        if not site.is_registered(message_class.queue_model):
-            site.register(message_class.queue_model, QueueItemAdmin)
+        model = message_class.queue_model
+        if not site.is_registered(model):
+            site.register(model, import_string(model.admin_class))
     if not site.is_registered(JobRun):
         site.register(JobRun, JobRunAdmin)
     if not site.is_registered(WorkerProcess):

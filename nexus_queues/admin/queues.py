@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
@@ -64,6 +65,14 @@ def short_type(error_type: str) -> str:
     return error_type.rsplit(".", 1)[-1]
 
 
+def stacked_time(moment: datetime | None) -> str:
+    """A time to the second, the date above the time, for narrow columns; "-" for none."""
+    if moment is None:
+        return "-"
+    day, time = with_seconds(moment).split(" ")
+    return format_html("{}<br>{}", day, time)
+
+
 def pretty_json(data: Any) -> str:
     """JSON in a ``<pre>``, indented, keys sorted."""
     if data is None:
@@ -82,10 +91,11 @@ class QueueItemAdmin(admin.ModelAdmin):
     object_history_template = "admin/nexus_queues/queue/object_history.html"
     # Narrow columns and a wide summary, to fit a 1400 px window beside the side bar and the filters. The rest
     # (created, process-at, attempts, expiry, the whole correlation id, the error) is on the message's page.
-    list_display = ("id", "message_id", "status_label", "summary", "updated", "job_run_link")
+    list_display: tuple[str, ...] = ("id", "message_id", "status_label", "summary", "updated", "job_run_link")
     list_filter = (StatusFilter, ("created_at", admin.DateFieldListFilter),
                    ("updated_at", admin.DateFieldListFilter), HasErrorFilter)
-    search_fields = ("=message_id", "message")
+    # exact, not "=" (iexact): UPPER(message_id) is in no index, and it would make the search read the table.
+    search_fields: ClassVar[tuple[str, ...]] = ("message_id__exact", "message")
     search_help_text = "Text inside the message JSON, or an exact message id."
     ordering = ("id",)
     show_full_result_count = False
@@ -93,14 +103,14 @@ class QueueItemAdmin(admin.ModelAdmin):
     actions = (set_pending, set_custom_status, delete_messages)
     count_limit = 10_000
     """Counts (rows, per status) stop here, so a page never counts a whole big table."""
-    fieldsets = (
+    fieldsets: ClassVar[tuple[tuple[str | None, Any], ...]] = (
         (None, {"fields": (("message", "previous_message_json"), "status", "message_id")}),
         ("Timing", {"fields": ("created_at", "updated_at", "process_at", "expires_at", "processed_at", "attempts")}),
         ("Lease", {"fields": ("lease_expires_at", "correlation_id", "job_run")}),
         ("Error", {"fields": ("error_type", "error_message", "error_traceback_text")}),
         ("Stored", {"classes": ("collapse",), "fields": ("headers", "message_hash")}),
     )
-    readonly_fields = (
+    readonly_fields: ClassVar[tuple[str, ...]] = (
         "previous_message_json", "message_id", "created_at", "updated_at", "process_at", "expires_at",
         "processed_at", "attempts", "lease_expires_at", "correlation_id", "job_run", "error_type", "error_message",
         "error_traceback_text", "headers", "message_hash",
@@ -121,8 +131,7 @@ class QueueItemAdmin(admin.ModelAdmin):
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, item: QueueItem) -> str:
         """The last change, the date above the time."""
-        day, time = with_seconds(item.updated_at).split(" ")
-        return format_html("{}<br>{}", day, time)
+        return stacked_time(item.updated_at)
 
     @admin.display(description="job run")
     def job_run_link(self, item: QueueItem) -> str:
@@ -180,16 +189,16 @@ class QueueItemAdmin(admin.ModelAdmin):
         message, *rest = self.fieldsets
         if not self.has_change_permission(request, obj):
             message = (None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")})
-        return (message, *(self._error_fieldset(obj) if name == "Error" else (name, options)
+        return (message, *(self._error_fieldset(obj, options) if name == "Error" else (name, options)
                            for name, options in rest))
 
-    def _error_fieldset(self, obj: QueueItem | None) -> tuple[str, dict[str, Any]]:
-        fields = ("error_type", "error_message", "error_traceback_text")
+    def _error_fieldset(self, obj: QueueItem | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if obj is None or obj.status == Status.ERROR or not obj.error_type:
-            return "Error", {"fields": fields}
+            return "Error", options
         note = (f"Not the current state: the message is {obj.status} now. This is what failed on an earlier "
                 "attempt; it stays until the message is processed or fails again.")
-        return "Last error", {"fields": fields, "description": note, "classes": ("nexus-last-error",)}
+        classes = (*options.get("classes", ()), "nexus-last-error")
+        return "Last error", {**options, "description": note, "classes": classes}
 
     def get_readonly_fields(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
         if self.has_change_permission(request, obj):

@@ -21,6 +21,7 @@ class TaskItem(QueueItem):
 
     # Only task tables lease by priority: their status index leads with it, other queues keep (status, id).
     lease_ordering: ClassVar[tuple[str, ...]] = ("-priority", "id")
+    admin_class: ClassVar[str] = "nexus_queues.tasks.admin.TaskItemAdmin"
 
     class Meta(QueueItem.Meta):
         abstract = True

@@ -148,6 +148,18 @@ def test_add_message_search_index__trigram_index_on_postgresql() -> None:
     assert "gin_trgm_ops" in definition and "upper((message)::text)" in definition
 
 
+@pytest.mark.engines("postgresql")
+def test_changelist__search_reads_indexes_on_postgresql() -> None:
+    """With sequential scans discouraged, the search of a queue with identity and the trigram index reads the
+    unique index on message ids and the trigram index, never the whole table."""
+    rows = Product.queue_model.objects.order_by()
+    found, _ = admin.site._registry[Product.queue_model].get_search_results(None, rows, "CHAIR-1")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = found.explain()
+    assert "Seq Scan" not in plan and "msgid" in plan and "_search" in plan
+
+
 def test_changelist__count_stops_at_limit(admin_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above the count limit the page says "N+" rather than counting the whole table."""
     monkeypatch.setattr(QueueItemAdmin, "count_limit", 3)
