@@ -14,7 +14,6 @@ from django.apps import apps
 from django.db import DatabaseError, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 
 from ..changes import Change, Column
 from ..conf import settings
@@ -253,11 +252,6 @@ class Backend:
         with self.cursor() as cursor:
             cursor.execute(f"SELECT {self._default_status_sql()}", [options.queue, options.default_status])
             return str(cursor.fetchone()[0])
-
-    def default_status_expression(self, model: type[QueueItem]) -> RawSQL:
-        """The queue's current default status, as a value an ORM insert computes in its own statement."""
-        options = model.message_class.queue_options
-        return RawSQL(self._default_status_sql(), [options.queue, options.default_status])
 
     def notify(self, queue: str, cursor: Any = None) -> None:
         """Wake the idle loops of ``queue`` when this transaction commits: by default those on this host."""
