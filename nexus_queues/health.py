@@ -86,7 +86,7 @@ def queue_state(
     options = message_class.queue_options
     rows = message_class.queue_items()
     pending = rows.pending()
-    first_in_line = pending.order_by("id").values_list("updated_at", flat=True).first()
+    first_in_line = rows.in_line().values_list("updated_at", flat=True).first()
     first_due = rows.sleeping().order_by("process_at").values_list("updated_at", flat=True).first()
     state = QueueState(
         failed=count_up_to(rows.filter(status__in=FAILED), limit),

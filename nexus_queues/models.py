@@ -34,6 +34,11 @@ class QueueItemQuerySet(models.QuerySet):
         """Rows waiting to be leased."""
         return self.filter(status=Status.PENDING)
 
+    def in_line(self) -> QueueItemQuerySet:
+        """Pending rows in the order leases take them (the model's ``lease_ordering``, which the status index
+        serves): the first is first in line."""
+        return self.pending().order_by(*self.model.lease_ordering)  # type: ignore[attr-defined]
+
     def leased(self) -> QueueItemQuerySet:
         """Rows a worker holds."""
         return self.filter(status=Status.LEASED)

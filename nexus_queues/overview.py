@@ -53,7 +53,7 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
     options = message_class.queue_options
     rows = message_class.queue_items()
     counts = status_counts(rows, limit)
-    first_in_line = rows.pending().order_by("id").values_list("updated_at", flat=True).first()
+    first_in_line = rows.in_line().values_list("updated_at", flat=True).first()
     return QueueOverview(
         counts=counts,
         health=queue_health(message_class, limit=limit) if options.health_check else None,

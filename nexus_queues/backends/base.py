@@ -346,7 +346,7 @@ class Backend:
     def _claimable(self, model: type[QueueItem], now: datetime) -> QuerySet[QueueItem]:
         """The rows a claim picks from, in its order: Pending and not expired."""
         unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-        return model.objects.using(self.alias).pending().filter(unexpired).order_by(*model.lease_ordering)
+        return model.objects.using(self.alias).in_line().filter(unexpired)
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
         sql, params = self._claim_sql(claim)
