@@ -14,7 +14,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -56,6 +57,20 @@ def fill(rows: int) -> float:
     return time.perf_counter() - started
 
 
+@contextmanager
+def bench_database(script: str) -> Iterator[None]:
+    """The test database ``test_<name>`` of DATABASE_URL, on PostgreSQL only; dropped afterwards unless KEEPDB=1."""
+    if connection.vendor != "postgresql":
+        sys.exit(f"{script} measures PostgreSQL: set DATABASE_URL=postgres://...")
+    setup_test_environment()
+    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
+    try:
+        yield
+    finally:
+        if not KEEPDB:
+            teardown_databases(databases, verbosity=0)
+
+
 def timed(call: Callable[[], object]) -> tuple[float, float]:
     call()
     times = []
@@ -74,11 +89,7 @@ def page(client: Client, url: str) -> Callable[[], object]:
 
 
 def main() -> None:
-    if connection.vendor != "postgresql":
-        sys.exit("bench_admin measures PostgreSQL: set DATABASE_URL=postgres://...")
-    setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
-    try:
+    with bench_database("bench_admin"):
         if Greeting.queue_model.objects.count() != ROWS:
             Greeting.queue_model.objects.all().delete()
             print(f"filled {ROWS:,} rows in {fill(ROWS):.1f} s (enqueue_many, COPY, batches of {BATCH:,})")
@@ -102,9 +113,6 @@ def main() -> None:
         for name, call in calls.items():
             median, worst = timed(call)
             print(f"{name:40} {median:10.1f} {worst:10.1f}")
-    finally:
-        if not KEEPDB:
-            teardown_databases(databases, verbosity=0)
 
 
 def _today() -> str:

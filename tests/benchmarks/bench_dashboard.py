@@ -31,22 +31,19 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from nexus_queues.models import JobRun  # noqa: E402
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue  # noqa: E402
 from nexus_queues.registry import registry  # noqa: E402
 from nexus_queues.throughput import ALL_TIME, QueueMinute  # noqa: E402
-from tests.benchmarks.bench_admin import fill  # noqa: E402
+from tests.benchmarks.bench_admin import bench_database, fill  # noqa: E402
 from tests.testapp.queues import Greeting  # noqa: E402
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 525_600
 BATCH = 10_000
 REPEAT = int(os.environ.get("REPEAT", 41))
-KEEPDB = os.environ.get("KEEPDB") == "1"
-"""KEEPDB=1 keeps the filled database for the next run (and reuses it)."""
 URL = "/admin/nexus_queues/dashboard/"
 
 
@@ -112,11 +109,7 @@ def fill_all() -> None:
 
 
 def main() -> None:
-    if connection.vendor != "postgresql":
-        sys.exit("bench_dashboard measures PostgreSQL: set DATABASE_URL=postgres://...")
-    setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
-    try:
+    with bench_database("bench_dashboard"):
         if Greeting.queue_model.objects.count() != ROWS or JobRun.objects.count() != RUNS:
             for model in (Greeting.queue_model, JobRun, QueueMinute, WorkerProcess):
                 model.objects.all().delete()
@@ -134,9 +127,6 @@ def main() -> None:
         for name, url in pages.items():
             median, p95 = timed(page(client, url))
             print(f"{name:40} {median:8.1f} {p95:8.1f}")
-    finally:
-        if not KEEPDB:
-            teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,7 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import (  # noqa: E402
-    CaptureQueriesContext,
-    override_settings,
-    setup_databases,
-    setup_test_environment,
-    teardown_databases,
-)
+from django.test.utils import CaptureQueriesContext, override_settings  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from nexus_queues import enqueue_many  # noqa: E402
@@ -43,14 +37,13 @@ from nexus_queues.api.tokens import make_token  # noqa: E402
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue  # noqa: E402
 from nexus_queues.registry import registry  # noqa: E402
 from nexus_queues.throughput import ALL_TIME, MINUTES_KEPT, QueueMinute, minute_of  # noqa: E402
+from tests.benchmarks.bench_admin import bench_database  # noqa: E402
 from tests.testapp.queues import Greeting  # noqa: E402
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
 BATCH = 100_000
 REPEAT = int(os.environ.get("REPEAT", 50))
 LIMITS = [int(n) for n in os.environ.get("LIMITS", "100000,10000").split(",")]
-KEEPDB = os.environ.get("KEEPDB") == "1"
-"""KEEPDB=1 keeps the filled database for the next run (and reuses it)."""
 
 
 def fill(rows: int) -> float:
@@ -104,11 +97,7 @@ def timed(client: Client, headers: dict[str, str]) -> list[float]:
 
 
 def main() -> None:
-    if connection.vendor != "postgresql":
-        sys.exit("bench_metrics measures PostgreSQL: set DATABASE_URL=postgres://...")
-    setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
-    try:
+    with bench_database("bench_metrics"):
         if Greeting.queue_model.objects.count() != ROWS:
             Greeting.queue_model.objects.all().delete()
             print(f"filled {ROWS:,} rows in {fill(ROWS):.1f} s (enqueue_many, COPY, batches of {BATCH:,})")
@@ -124,9 +113,6 @@ def main() -> None:
             p95 = statistics.quantiles(times, n=20, method="inclusive")[-1]
             print(f"{'':10} {limit:>20,} {statistics.median(times):8.1f} {p95:8.1f} {max(times):9.1f} "
                   f"{len(queries):8}")
-    finally:
-        if not KEEPDB:
-            teardown_databases(databases, verbosity=0)
 
 
 if __name__ == "__main__":
