@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
@@ -21,7 +21,7 @@ from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError
 from ..models import QueueItem
 from ..overview import queue_overview
-from ..serialization import canonical_json, json_hash
+from ..serialization import canonical_json, json_hash, unstorable_text
 from ..status import Status
 from ..updates import set_default_status, set_processing_enabled
 from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
@@ -324,6 +324,8 @@ class QueueItemAdmin(admin.ModelAdmin):
         (deleted, or written to no database this site reads)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
+        if unstorable_text(correlation_id):  # no run has it, and PostgreSQL refuses NUL even in a WHERE clause
+            raise Http404(f"No job run with correlation id {correlation_id!r}.")
         run = self.model.message_class.job_runs().filter(correlation_id=correlation_id).values_list("pk").first()
         if run is not None:
             try:
