@@ -30,6 +30,8 @@ def test_get_result__an_id_no_row_can_hold_does_not_exist(result_id: str) -> Non
     "/admin/nexus_queues/jobrun/?q=%00",
     "/admin/nexus_queues/jobrun/?job=%00",
     f"{GREETINGS}?correlation_id=%00",
+    "/admin/nexus_tasks/defaulttasksqueueitem/?q=%00",
+    "/admin/nexus_tasks/defaulttasksqueueitem/%00/change/",
 ])
 def test_admin_lookup__an_id_holding_nul_is_not_found(admin_client: Client, path: str) -> None:
     """An admin page looked up by an id holding NUL answers as for any unknown id (404 or back to a list)."""
