@@ -48,8 +48,8 @@ def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.C
         except InvalidSchedule as exc:
             problems.append(checks.Error(
                 f"Job {job.name()} has a bad schedule: {exc}",
-                hint='Give five cron fields ("*/5 * * * *"), a shorthand such as "@daily", or a timedelta; '
-                     "and an IANA time zone name (\"Europe/Stockholm\").",
+                hint='Give five cron fields ("*/5 * * * *"), a shorthand such as "@daily", or a timedelta from one '
+                     "second to 100 years; and an IANA time zone name (\"Europe/Stockholm\").",
                 obj=job, id="nexus_queues.E001",
             ))
     return problems

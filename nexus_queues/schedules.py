@@ -21,9 +21,13 @@ NICKNAMES = {
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """Where interval ticks are counted from, so that every worker computes the same ticks."""
 
+MAX_INTERVAL = timedelta(days=36525)
+"""The longest interval, 100 years: its ticks stay far inside the years a datetime holds (up to 9999)."""
+
 
 class InvalidSchedule(ConfigurationError):
-    """A job's schedule is not a cron expression, a positive interval, or names an unknown time zone."""
+    """A job's schedule is not a cron expression, an interval from one second to 100 years, or names an unknown
+    time zone."""
 
 
 class Schedule(ABC):
@@ -87,6 +91,9 @@ class Every(Schedule):
     def __post_init__(self) -> None:
         if self.interval < timedelta(seconds=1):
             raise InvalidSchedule(f"The interval {self.interval} is shorter than one second.")
+        if self.interval > MAX_INTERVAL:
+            raise InvalidSchedule(f"The interval {self.interval} is longer than 100 years ({MAX_INTERVAL.days} days), "
+                                  "the longest a schedule takes.")
 
     def latest(self, now: datetime) -> datetime:
         """The last tick at or before ``now``."""
