@@ -5,22 +5,26 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
-from .conf import settings
+from .conf import Settings, settings
+from .exceptions import ConfigurationError
 from .job_control import all_jobs
 from .registry import registry
 from .schedules import InvalidSchedule
+from .setting_types import CHECK_ID
+from .setting_types import problems as declared_problems
 
 
 def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
     checks.register(check_queue_names)
     checks.register(check_job_schedules)
+    checks.register(check_settings)
     checks.register(check_live_worker_settings)
-    checks.register(check_metrics_settings)
     checks.register(check_tables, checks.Tags.database)
 
 
@@ -55,42 +59,36 @@ def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     return problems
 
 
-LIVE_WORKER_SETTINGS = ("WORKER_HEARTBEAT_INTERVAL", "WORKER_GONE_AFTER", "WORKER_PROCESS_RETENTION",
-                        "HEALTH_NO_WORKER_GRACE")
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Every ``NEXUS_QUEUES`` setting is known, of its declared type and in its declared range."""
+    given = getattr(django_settings, "NEXUS_QUEUES", None) or {}
+    if not isinstance(given, dict):
+        return [checks.Error(f"NEXUS_QUEUES must be a dict, got {type(given).__name__}.", id=CHECK_ID)]
+    try:
+        settings.NOTIFY  # noqa: B018  (reading a setting says which names are unknown or removed)
+    except ConfigurationError as exc:
+        return [checks.Error(str(exc), id=CHECK_ID)]
+    return [
+        checks.Error(f"NEXUS_QUEUES[{name!r}] must be {expects}, got {given[name]!r}.",
+                     hint=f"See NEXUS_QUEUES[{name!r}] in the settings reference; remove it to use the default.",
+                     id=check_id)
+        for name, expects, check_id in declared_problems(Settings, given)
+    ]
 
 
 def check_live_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """The live workers' times are positive timedeltas, and a process is gone only after missing a heartbeat."""
-    bad = [name for name in LIVE_WORKER_SETTINGS
-           if not isinstance(getattr(settings, name), timedelta) or getattr(settings, name) <= timedelta(0)]
-    if bad:
-        return [checks.Error(f"NEXUS_QUEUES[{name!r}] must be a positive timedelta, got {getattr(settings, name)!r}.",
-                             id="nexus_queues.E002") for name in bad]
-    if settings.WORKER_GONE_AFTER <= settings.WORKER_HEARTBEAT_INTERVAL:
+    """A process is gone only after missing a heartbeat (the types are :func:`check_settings`'s)."""
+    try:
+        gone, beat = settings.WORKER_GONE_AFTER, settings.WORKER_HEARTBEAT_INTERVAL
+    except ConfigurationError:  # unknown names: check_settings says which
+        return []
+    if isinstance(gone, timedelta) and isinstance(beat, timedelta) and gone <= beat:
         return [checks.Error(
-            f"NEXUS_QUEUES['WORKER_GONE_AFTER'] ({settings.WORKER_GONE_AFTER}) is not longer than "
-            f"WORKER_HEARTBEAT_INTERVAL ({settings.WORKER_HEARTBEAT_INTERVAL}): live processes would show as gone.",
+            f"NEXUS_QUEUES['WORKER_GONE_AFTER'] ({gone}) is not longer than WORKER_HEARTBEAT_INTERVAL ({beat}): "
+            "live processes would show as gone.",
             hint="Make WORKER_GONE_AFTER several heartbeats long.", id="nexus_queues.E002",
         )]
     return []
-
-
-def check_metrics_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """A metrics scrape has a positive time budget and counts up to a positive limit."""
-    problems: list[checks.CheckMessage] = []
-    budget, limit = settings.METRICS_TIME_BUDGET, settings.METRICS_COUNT_LIMIT
-    if not isinstance(budget, timedelta) or budget <= timedelta(0):
-        problems.append(checks.Error(
-            f"NEXUS_QUEUES['METRICS_TIME_BUDGET'] must be a positive timedelta, got {budget!r}.",
-            hint="A few seconds, below Prometheus's scrape_timeout: timedelta(seconds=5).", id="nexus_queues.E003",
-        ))
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        problems.append(checks.Error(
-            f"NEXUS_QUEUES['METRICS_COUNT_LIMIT'] must be a positive whole number, got {limit!r}.",
-            hint="Counts stop there, so that a scrape never reads a big table whole: 100_000.",
-            id="nexus_queues.E003",
-        ))
-    return problems
 
 
 def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
 
 from .exceptions import ConfigurationError
+from .setting_types import count, time
+
+E002, E003 = "nexus_queues.E002", "nexus_queues.E003"
+"""The system checks that reported these settings before every setting was checked (E010): their ids are kept."""
 
 
 @dataclass(frozen=True)
@@ -32,77 +36,77 @@ class Settings:
     """On PostgreSQL, prepare the hot statements (enqueue, lease, acknowledge) once per connection;
     turn off behind a transaction-pooling proxy that does not keep them (PgBouncer before 1.21)."""
 
-    API_MAX_BODY_BYTES: int = 2_621_440
+    API_MAX_BODY_BYTES: int = field(default=2_621_440, metadata=count())
     """Largest request body the HTTP API reads (413 above it); Django's DATA_UPLOAD_MAX_MEMORY_SIZE caps it too."""
 
-    API_TOKEN_MAX_AGE: timedelta | None = None
+    API_TOKEN_MAX_AGE: timedelta | None = field(default=None, metadata=time())
     """How long an API token (``manage.py nexus_api_token``) is accepted; None: until the user's password changes."""
 
-    BATCH_SIZE: int = 5000
+    BATCH_SIZE: int = field(default=5000, metadata=count())
     """Rows written per statement by ``enqueue_many`` on engines without COPY."""
 
-    WORKER_PEEK_DELAY: timedelta = timedelta(seconds=1)
+    WORKER_PEEK_DELAY: timedelta = field(default=timedelta(seconds=1), metadata=time())
     """How long an idle worker waits before it peeks again (warned about outside 100 ms to 10 s)."""
 
-    WORKER_MAX_PEEK: int = 10000
+    WORKER_MAX_PEEK: int = field(default=10000, metadata=count())
     """The most Pending messages a peek counts before the worker starts leasing."""
 
-    WORKER_CONCURRENCY: int = 1
+    WORKER_CONCURRENCY: int = field(default=1, metadata=count())
     """Messages a worker process runs at once (threads), unless ``--concurrency`` says otherwise."""
 
     WORKER_LISTEN: bool = True
     """Let idle workers and dispatchers be woken: PostgreSQL LISTEN, elsewhere a socket that hears this host's
     enqueues; turn off behind a transaction-pooling proxy (PostgreSQL) to rely on peeking alone."""
 
-    WORKER_HOUSEKEEPING_INTERVAL: timedelta = timedelta(seconds=30)
+    WORKER_HOUSEKEEPING_INTERVAL: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """How often a worker abandons expired leases, purges old Processed rows and drops expired messages."""
 
-    WORKER_CLEANUP_BATCH_SIZE: int = 1000
+    WORKER_CLEANUP_BATCH_SIZE: int = field(default=1000, metadata=count())
     """Rows deleted per statement when purging Processed or expired messages and old job runs."""
 
-    JOB_RUN_RETENTION: timedelta | None = timedelta(days=14)
+    JOB_RUN_RETENTION: timedelta | None = field(default=timedelta(days=14), metadata=time())
     """How long job runs are kept (housekeeping deletes older ones, the oldest first); None keeps them forever."""
 
-    WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """How long the database may keep failing before the worker logs an error and backs off the most."""
 
-    WORKER_MAX_BACKOFF: timedelta = timedelta(seconds=30)
+    WORKER_MAX_BACKOFF: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """The longest pause between reconnection attempts while the database is away."""
 
-    WORKER_HEARTBEAT_INTERVAL: timedelta = timedelta(seconds=10)
+    WORKER_HEARTBEAT_INTERVAL: timedelta = field(default=timedelta(seconds=10), metadata=time(E002))
     """How often each worker and dispatch process records that it is alive, and what it is doing, in its row of the
     live workers (``nexus_worker_process``)."""
 
-    WORKER_GONE_AFTER: timedelta = timedelta(seconds=60)
+    WORKER_GONE_AFTER: timedelta = field(default=timedelta(seconds=60), metadata=time(E002))
     """A process not heard from for this long (and not stopped) shows as gone: keep it several heartbeats long."""
 
-    WORKER_PROCESS_RETENTION: timedelta = timedelta(days=1)
+    WORKER_PROCESS_RETENTION: timedelta = field(default=timedelta(days=1), metadata=time(E002))
     """How long housekeeping keeps the rows of stopped and gone processes."""
 
-    DISPATCH_BATCH_SIZE: int = 100
+    DISPATCH_BATCH_SIZE: int = field(default=100, metadata=count())
     """Due messages dispatched per transaction."""
 
-    DISPATCH_MAX_SLEEP: timedelta = timedelta(seconds=1)
+    DISPATCH_MAX_SLEEP: timedelta = field(default=timedelta(seconds=1), metadata=time())
     """The longest the dispatch loop sleeps between looks (the fallback where no wake-up reaches it)."""
 
-    DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
+    DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """How long one queue's dispatch step may keep failing before its circuit breaker triggers (one per queue)."""
 
     ADMIN: bool = True
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
 
-    HEALTH_NO_WORKER_GRACE: timedelta = timedelta(minutes=3)
+    HEALTH_NO_WORKER_GRACE: timedelta = field(default=timedelta(minutes=3), metadata=time(E002))
     """A queue turns unhealthy when its Pending messages have had no live worker (or its Sleeping ones no live
     dispatch loop) for this long; a queue's ``health_needs_worker=False`` turns this off."""
 
     HEALTH_WARNINGS_AS_ERRORS: bool = True
     """Does a degraded queue (a health warning) make the health page answer 500? False: 200, warning shown."""
 
-    METRICS_TIME_BUDGET: timedelta = timedelta(seconds=5)
+    METRICS_TIME_BUDGET: timedelta = field(default=timedelta(seconds=5), metadata=time(E003))
     """How long a metrics scrape may spend reading queue tables: the queues not reached by then are left out of it
     (``nexus_queues_scrape_complete`` is 0). Keep it below Prometheus's ``scrape_timeout``."""
 
-    METRICS_COUNT_LIMIT: int = 100_000
+    METRICS_COUNT_LIMIT: int = field(default=100_000, metadata=count(E003))
     """The most messages of one queue and status a metrics scrape counts (``nexus_queues_messages_capped`` says
     when a count stopped there)."""
 

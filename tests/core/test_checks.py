@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection
 
-from nexus_queues.checks import check_live_worker_settings, check_metrics_settings, check_tables
+from nexus_queues.checks import check_live_worker_settings, check_settings, check_tables
 from tests.testapp.queues import Greeting
 
 
@@ -84,10 +84,10 @@ def test_check_live_worker_settings__quiet_by_default():
     ("WORKER_HEARTBEAT_INTERVAL", 10), ("HEALTH_NO_WORKER_GRACE", timedelta(0)),
     ("WORKER_PROCESS_RETENTION", timedelta(seconds=-1)),
 ])
-def test_check_live_worker_settings__names_a_bad_time(settings, name, value):
+def test_check_settings__names_a_bad_live_worker_time_with_its_own_id(settings, name, value):
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, name: value}
-    [error] = check_live_worker_settings()
-    assert error.id == "nexus_queues.E002" and name in error.msg and "positive timedelta" in error.msg
+    [error] = check_settings()
+    assert error.id == "nexus_queues.E002" and name in error.msg and "a timedelta above 0" in error.msg
 
 
 def test_check_live_worker_settings__gone_after_must_outlast_a_heartbeat(settings):
@@ -96,23 +96,24 @@ def test_check_live_worker_settings__gone_after_must_outlast_a_heartbeat(setting
     assert error.id == "nexus_queues.E002" and "live processes would show as gone" in error.msg
 
 
-def test_check_metrics_settings__quiet_by_default():
-    assert check_metrics_settings() == []
+def test_check_settings__quiet_by_default():
+    assert check_settings() == []
 
 
 @pytest.mark.parametrize(("name", "value", "expected"), [
-    ("METRICS_TIME_BUDGET", 5, "positive timedelta"), ("METRICS_TIME_BUDGET", timedelta(0), "positive timedelta"),
-    ("METRICS_COUNT_LIMIT", 0, "positive whole number"), ("METRICS_COUNT_LIMIT", 1e5, "positive whole number"),
-    ("METRICS_COUNT_LIMIT", True, "positive whole number"),
+    ("METRICS_TIME_BUDGET", 5, "a timedelta above 0"), ("METRICS_TIME_BUDGET", timedelta(0), "a timedelta above 0"),
+    ("METRICS_COUNT_LIMIT", 0, "a whole number (int) at least 1"),
+    ("METRICS_COUNT_LIMIT", 1e5, "a whole number (int) at least 1"),
+    ("METRICS_COUNT_LIMIT", True, "a whole number (int) at least 1"),
 ])
-def test_check_metrics_settings__names_a_bad_value(settings, name, value, expected):
+def test_check_settings__names_a_bad_metrics_value_with_its_own_id(settings, name, value, expected):
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, name: value}
-    [error] = check_metrics_settings()
+    [error] = check_settings()
     assert error.id == "nexus_queues.E003" and name in error.msg and expected in error.msg
 
 
 @pytest.mark.django_db(databases="__all__")  # manage.py check asks each database what it supports
-def test_check_metrics_settings__fails_manage_py_check(settings):
+def test_check_settings__fails_manage_py_check(settings):
     """The check is registered: ``manage.py check`` refuses a scrape without a time budget."""
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "METRICS_TIME_BUDGET": None}
     with pytest.raises(SystemCheckError, match=r"nexus_queues\.E003.*METRICS_TIME_BUDGET"):
