@@ -63,3 +63,11 @@ class InvalidLookup(NexusQueuesError, ValueError):
 class UnreadableRow(NexusQueuesError, ValueError):
     """A stored row holds a value Python cannot read, e.g. a timestamp outside the years 1 to 9999 written by
     raw SQL; the worker and the dispatch loop set such rows to Error with this type and say which column."""
+
+
+class DatabaseUnavailable(NexusQueuesError):
+    """The database kept failing for WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: a burst worker gives up, exit status 1."""
+
+
+class NotMigrated(ConfigurationError):
+    """The database lacks tables the worker needs: run ``manage.py migrate``."""

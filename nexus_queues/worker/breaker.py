@@ -54,6 +54,10 @@ class CircuitBreaker:
         """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
         return max(0.0, self.retry_at - self.clock())
 
+    def failing_for(self) -> float:
+        """Seconds since the first of the failures in a row (0 while the operation works)."""
+        return 0.0 if self.failing_since is None else self.clock() - self.failing_since
+
     def success(self) -> None:
         """The operation worked: close the breaker."""
         if self.failures:

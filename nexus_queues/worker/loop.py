@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from .. import throughput
 from ..conf import settings
+from ..exceptions import DatabaseUnavailable
 from ..failures import message_of
 from ..jobs import QueueJob, jobs
 from ..messages import QueueMessage
@@ -31,6 +32,7 @@ from .heartbeat import Heartbeat
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
 from .periodic import PeriodicRunner
 from .presence import Presence
+from .readiness import ensure_migrated
 from .runs import run_once
 from .timetables import QueueTimetable
 from .wakeups import Wakeups
@@ -113,10 +115,13 @@ class Worker:
         queues = ", ".join(j.message_class.queue_name() for j in self.job_classes) or "no jobs"
         logger.info("Worker started: %s.", queues, extra={"action": "started"})
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
-        self.heartbeat.start()
-        self.presence.start()
-        pool = self._pool()
+        pool = None
         try:
+            if self.burst:
+                self._wait_until_migrated()
+            self.heartbeat.start()
+            self.presence.start()
+            pool = self._pool()
             while not self.stopping:
                 self._activity = "working"
                 pause = self.sweep(pool)
@@ -132,6 +137,18 @@ class Worker:
             self.wakeups.close()
             reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
+
+    def _wait_until_migrated(self) -> None:
+        """A burst worker's first step: :class:`NotMigrated` at once when tables are missing (a long-lived worker
+        rides that out, as a deploy may migrate after starting it); a database that fails rides on the breaker."""
+        while not self.stopping:
+            try:
+                ensure_migrated(self._apps_by_database())
+            except DATABASE_ERRORS as exc:
+                reset_connections()
+                self.wakeups.wait(self._failed(self.breaker, exc))
+            else:
+                return
 
     def _pool(self) -> ThreadPoolExecutor | None:
         """Threads for ``concurrency`` runs at once; None runs them in this thread."""
@@ -155,7 +172,7 @@ class Worker:
             self.breaker.success()
         except DATABASE_ERRORS as exc:
             reset_connections()
-            return self.breaker.failure(exc)
+            return self._failed(self.breaker, exc)
         worked = False
         for job in enabled:
             if self._due(job, now):
@@ -247,10 +264,32 @@ class Worker:
             worked = self._drain(job, pool)
         except Exception as exc:  # the queue's own, e.g. its table cannot be read: the other queues go on
             reset_connections()
-            breaker.failure(exc)
+            self._failed(breaker, exc)
             return False
         breaker.success()
         return worked
+
+    def _failed(self, breaker: CircuitBreaker, exc: Exception) -> float:
+        """Record the failure; the pause before the next try. A burst worker raises :class:`DatabaseUnavailable`
+        instead once that try would come after ``WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER`` of failures."""
+        pause = breaker.failure(exc)
+        if self.burst and breaker.failing_for() + pause >= breaker.trigger_after:
+            raise DatabaseUnavailable(
+                f"The database kept failing for {breaker.failing_for():.1f} s ({breaker.name}: "
+                f"{' '.join(message_of(exc).split())}); "
+                f"a burst worker gives up after WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER ({breaker.trigger_after:g} s)."
+            ) from exc
+        return pause
+
+    def _apps_by_database(self) -> dict[str, set[str]]:
+        """The apps whose tables this worker reads, by database: nexus_queues' own, and each queue's."""
+        apps: dict[str, set[str]] = {}
+        for job in self.job_classes:
+            model = job.message_class.queue_model
+            apps.setdefault(job.message_class.queue_options.database, {"nexus_queues"}).add(model._meta.app_label)
+        for periodic_job in self.periodic.job_classes:
+            apps.setdefault(periodic_job.database, {"nexus_queues"})
+        return apps or {"default": {"nexus_queues"}}
 
     def _breaker(self, job: type[QueueJob]) -> CircuitBreaker:
         return self.queue_breakers[job.message_class.queue_name()]

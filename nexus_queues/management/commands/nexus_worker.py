@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from nexus_queues.exceptions import NotRegistered
+from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated, NotRegistered
 from nexus_queues.jobs import jobs
 from nexus_queues.management.arguments import at_least
 from nexus_queues.worker import logs
@@ -62,4 +62,7 @@ class Command(BaseCommand):
             dispatcher=Dispatcher() if options["with_dispatch"] else None,
         )
         stop_on_signals(worker.stop)
-        worker.run()
+        try:
+            worker.run()
+        except (DatabaseUnavailable, NotMigrated) as exc:  # a burst worker's end: cron sees exit status 1
+            raise CommandError(str(exc)) from exc
