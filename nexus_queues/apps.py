@@ -36,6 +36,10 @@ class NexusQueuesConfig(AppConfig):
         from .conf import settings
 
         checks.register()
+        if apps.is_installed("django.contrib.auth"):
+            from .api_tokens import follow_rehashes
+
+            follow_rehashes()
         autodiscover_modules("queues")
         for module in settings.MODULES:
             import_module(module)

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from . import updates
+from .api_tokens import ApiToken  # noqa: F401  (the app's models are found here)
 from .exceptions import ConfigurationError
 from .fields import MessageField
 from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)

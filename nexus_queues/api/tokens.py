@@ -1,8 +1,8 @@
 """API tokens for services: signed with SECRET_KEY, checked in microseconds (HTTP Basic runs the
 password hasher, about 0.4 s, on every request).
 
-A token names its user and a fingerprint of the user's password hash: changing the password or
-deactivating the user revokes every token of that user. No table is needed.
+A token names its row of :class:`~nexus_queues.api_tokens.ApiToken`, bound to the user's password: changing the
+password, deactivating the user or deleting the row revokes it; Django rehashing the same password does not.
 """
 
 from __future__ import annotations
@@ -12,17 +12,22 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.http import HttpRequest
-from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.crypto import constant_time_compare
 from ninja.security import HttpBearer
 
+from ..api_tokens import SALT, ApiToken, fingerprint
 from ..conf import settings
-
-SALT = "nexus_queues.api.token"
 
 
 def make_token(user: Any) -> str:
     """A bearer token that authenticates as ``user``."""
-    return signing.dumps({"u": user.pk, "p": _fingerprint(user)}, salt=SALT)
+    row = ApiToken.objects.create(user=user, password=fingerprint(user.password))
+    return signing.dumps({"t": row.pk}, salt=SALT)
+
+
+def revoke_tokens(user: Any) -> int:
+    """Revoke every token of ``user`` made by :func:`make_token`; how many there were."""
+    return ApiToken.objects.filter(user=user).delete()[0]
 
 
 def user_for_token(token: str) -> Any:
@@ -32,11 +37,27 @@ def user_for_token(token: str) -> Any:
         data = signing.loads(token, salt=SALT, max_age=max_age)
     except signing.BadSignature:
         return None
-    pk = data.get("u") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    user = _by_row(data.get("t")) if "t" in data else _by_password(data.get("u"), data.get("p"))
+    return user if user is not None and user.is_active else None
+
+
+def _by_row(pk: Any) -> Any:
+    if not isinstance(pk, int) or isinstance(pk, bool):
+        return None
+    row = ApiToken.objects.filter(pk=pk).select_related("user").first()
+    if row is None or not constant_time_compare(row.password, fingerprint(row.user.password)):
+        return None
+    return row.user
+
+
+def _by_password(pk: Any, password: Any) -> Any:
+    """A token made before tokens had rows: bound to the password hash itself, so a rehash revokes it too."""
     if not isinstance(pk, int | str):
         return None
-    user = get_user_model()._default_manager.filter(pk=pk, is_active=True).first()
-    if user is None or not constant_time_compare(str(data.get("p")), _fingerprint(user)):
+    user = get_user_model()._default_manager.filter(pk=pk).first()
+    if user is None or not constant_time_compare(str(password), fingerprint(user.password)):
         return None
     return user
 
@@ -50,7 +71,3 @@ class TokenAuth(HttpBearer):
         if user is not None:
             request.user = user
         return user
-
-
-def _fingerprint(user: Any) -> str:
-    return salted_hmac(SALT, user.password, algorithm="sha256").hexdigest()[:32]
