@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.module_loading import import_string
 
+from ..api_tokens import ApiToken
 from ..conf import settings
 from ..models import JobRun
 from ..processes import WorkerProcess
@@ -20,9 +21,10 @@ from .jobs import JobsPage, add_jobs_page
 from .processes import WorkerProcessAdmin
 from .queues import QueueItemAdmin
 from .sites import group_index_by_category, group_queues_by_category
+from .tokens import ApiTokenAdmin
 
-__all__ = ["Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin", "autoregister",
-           "group_queues_by_category", "register_queues"]
+__all__ = ["ApiTokenAdmin", "Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin",
+           "autoregister", "group_queues_by_category", "register_queues"]
 
 
 def register_queues(site: admin.AdminSite) -> None:
@@ -37,6 +39,8 @@ def register_queues(site: admin.AdminSite) -> None:
         site.register(JobRun, JobRunAdmin)
     if not site.is_registered(WorkerProcess):
         site.register(WorkerProcess, WorkerProcessAdmin)
+    if not site.is_registered(ApiToken):
+        site.register(ApiToken, ApiTokenAdmin)
     # First, so that the index's grouping sees the Jobs and Dashboard lines in the Queues section.
     add_jobs_page(site)
     dashboard = add_dashboard(site)

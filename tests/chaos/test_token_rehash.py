@@ -107,3 +107,21 @@ def test_token__made_before_tokens_had_rows_still_works(service: tuple[User, str
     user.set_password("a-new-password")
     user.save()
     assert bearer(earlier).get(GREETINGS).status_code == 401
+
+
+def test_token_admin__deleting_a_token_revokes_that_one(service: tuple[User, str]) -> None:
+    """An admin deletes one token on its admin page: that token answers 401, the user's others still work."""
+    from nexus_queues.api_tokens import ApiToken
+
+    user, token = service
+    out = io.StringIO()
+    call_command("nexus_api_token", "svc", stdout=out)
+    other = out.getvalue().strip()
+    client = Client()
+    client.force_login(user)
+    first = ApiToken.objects.order_by("id").first()
+    assert first is not None
+    page = f"/admin/nexus_queues/apitoken/{first.pk}/delete/"
+    assert client.post(page, {"post": "yes"}).status_code == 302
+    assert bearer(token).get(GREETINGS).status_code == 401
+    assert bearer(other).get(GREETINGS).status_code == 200
