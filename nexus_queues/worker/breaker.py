@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from django.db import DatabaseError, InterfaceError, connections
 
+from ..exceptions import DatabaseUnavailable
 from ..failures import message_of
 
 logger = logging.getLogger("nexus_queues.breaker")
@@ -49,6 +50,7 @@ class CircuitBreaker:
         self.failing_since: float | None = None
         self.triggered = False
         self.retry_at = -math.inf
+        self.last_error = ""
 
     def waiting(self) -> float:
         """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
@@ -57,6 +59,15 @@ class CircuitBreaker:
     def failing_for(self) -> float:
         """Seconds since the first of the failures in a row (0 while the operation works)."""
         return 0.0 if self.failing_since is None else self.clock() - self.failing_since
+
+    def give_up_if_late(self) -> None:
+        """:class:`DatabaseUnavailable` when the next try would come after ``trigger_after`` of failures: what a
+        burst process calls after each failure, so that it ends within that time."""
+        if self.failures and self.failing_for() + self.waiting() >= self.trigger_after:
+            raise DatabaseUnavailable(
+                f"The database kept failing for {self.failing_for():.1f} s ({self.name}: {self.last_error}); a burst "
+                f"process gives up after WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER ({self.trigger_after:g} s)."
+            )
 
     def success(self) -> None:
         """The operation worked: close the breaker."""
@@ -70,6 +81,7 @@ class CircuitBreaker:
         if self.failing_since is None:
             self.failing_since = now
         self.failures += 1
+        self.last_error = " ".join(message_of(exc).split())  # one line: driver messages span several
         if not self.triggered and now - self.failing_since >= self.trigger_after:
             self.triggered = True
             logger.error(
@@ -105,4 +117,8 @@ class CircuitBreakers:
                 self.title.format(name), self.trigger_after, self.max_backoff, self.clock
             )
         return self._breakers[name]
+
+    def failing(self) -> list[CircuitBreaker]:
+        """The breakers whose operation failed last time."""
+        return [breaker for breaker in self._breakers.values() if breaker.failures]
 

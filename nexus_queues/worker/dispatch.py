@@ -18,8 +18,9 @@ from ..processes import ProcessKind
 from ..quarantine import read_around
 from ..registry import registry
 from ..status import Status
-from .breaker import CircuitBreakers, reset_connections
+from .breaker import CircuitBreaker, CircuitBreakers, reset_connections
 from .presence import Presence
+from .readiness import apps_by_database, wait_until_migrated
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.dispatch")
@@ -109,14 +110,18 @@ class DispatchLoop:
         """Loop until :meth:`stop` (or, with ``burst``, until nothing more is due now)."""
         self.wakeups.connect()
         logger.info("Dispatch loop started.", extra={"action": "started"})
-        self.presence.start()
         try:
+            if self.burst:
+                breaker = CircuitBreaker("The dispatch loop's database",
+                                         settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF)
+                wait_until_migrated(apps_by_database(registry), breaker, self.wakeups.wait, lambda: self.stopping)
+            self.presence.start()
             while not self.stopping:
                 reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
                 started = time.monotonic()
                 self._activity = "dispatching"
                 pause = self.dispatcher.step()
-                if self.burst and pause > 0:
+                if self.burst and pause > 0 and not self._retrying():
                     break
                 # The pause counts from the step's start, so that a message is not late by the step's time.
                 if (pause := pause - (time.monotonic() - started)) > 0:
@@ -127,6 +132,14 @@ class DispatchLoop:
             self.wakeups.close()
             reset_connections()
         logger.info("Dispatch loop stopped.", extra={"action": "stopped"})
+
+    def _retrying(self) -> bool:
+        """Is a queue's dispatch step failing, and so to be tried again? :class:`DatabaseUnavailable` once its next
+        try would come after ``DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER`` of failures (a burst ends then)."""
+        failing = self.dispatcher.breakers.failing()
+        for breaker in failing:
+            breaker.give_up_if_late()
+        return bool(failing)
 
 def _lock(due: Any, limit: int) -> list[Any]:
     # Reading process_at, not only the ids, is what finds a row whose time Python cannot read.

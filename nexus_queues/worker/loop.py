@@ -32,7 +32,7 @@ from .heartbeat import Heartbeat
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
 from .periodic import PeriodicRunner
 from .presence import Presence
-from .readiness import ensure_migrated
+from .readiness import apps_by_database, wait_until_migrated
 from .runs import run_once
 from .timetables import QueueTimetable
 from .wakeups import Wakeups
@@ -117,8 +117,10 @@ class Worker:
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         pool = None
         try:
-            if self.burst:
-                self._wait_until_migrated()
+            if self.burst:  # a long-lived worker rides missing tables out: a deploy may migrate after starting it
+                tables = apps_by_database([j.message_class for j in self.job_classes],
+                                          [j.database for j in self.periodic.job_classes])
+                wait_until_migrated(tables, self.breaker, self.wakeups.wait, lambda: self.stopping)
             self.heartbeat.start()
             self.presence.start()
             pool = self._pool()
@@ -137,18 +139,6 @@ class Worker:
             self.wakeups.close()
             reset_connections()
         logger.info("Worker stopped.", extra={"action": "stopped"})
-
-    def _wait_until_migrated(self) -> None:
-        """A burst worker's first step: :class:`NotMigrated` at once when tables are missing (a long-lived worker
-        rides that out, as a deploy may migrate after starting it); a database that fails rides on the breaker."""
-        while not self.stopping:
-            try:
-                ensure_migrated(self._apps_by_database())
-            except DATABASE_ERRORS as exc:
-                reset_connections()
-                self.wakeups.wait(self._failed(self.breaker, exc))
-            else:
-                return
 
     def _pool(self) -> ThreadPoolExecutor | None:
         """Threads for ``concurrency`` runs at once; None runs them in this thread."""
@@ -270,26 +260,15 @@ class Worker:
         return worked
 
     def _failed(self, breaker: CircuitBreaker, exc: Exception) -> float:
-        """Record the failure; the pause before the next try. A burst worker raises :class:`DatabaseUnavailable`
-        instead once that try would come after ``WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER`` of failures."""
+        """Record the failure; the pause before the next try. A burst worker gives up instead once that try would
+        come after ``WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER`` of failures (:class:`DatabaseUnavailable`)."""
         pause = breaker.failure(exc)
-        if self.burst and breaker.failing_for() + pause >= breaker.trigger_after:
-            raise DatabaseUnavailable(
-                f"The database kept failing for {breaker.failing_for():.1f} s ({breaker.name}: "
-                f"{' '.join(message_of(exc).split())}); "
-                f"a burst worker gives up after WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER ({breaker.trigger_after:g} s)."
-            ) from exc
+        if self.burst:
+            try:
+                breaker.give_up_if_late()
+            except DatabaseUnavailable as gave_up:
+                raise gave_up from exc
         return pause
-
-    def _apps_by_database(self) -> dict[str, set[str]]:
-        """The apps whose tables this worker reads, by database: nexus_queues' own, and each queue's."""
-        apps: dict[str, set[str]] = {}
-        for job in self.job_classes:
-            model = job.message_class.queue_model
-            apps.setdefault(job.message_class.queue_options.database, {"nexus_queues"}).add(model._meta.app_label)
-        for periodic_job in self.periodic.job_classes:
-            apps.setdefault(periodic_job.database, {"nexus_queues"})
-        return apps or {"default": {"nexus_queues"}}
 
     def _breaker(self, job: type[QueueJob]) -> CircuitBreaker:
         return self.queue_breakers[job.message_class.queue_name()]

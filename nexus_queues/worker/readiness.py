@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from ..exceptions import NotMigrated
+from ..messages import QueueMessage
+from .breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
 
 
 def unapplied(alias: str, app_labels: Iterable[str]) -> list[str]:
@@ -26,3 +28,29 @@ def ensure_migrated(tables_of: dict[str, set[str]]) -> None:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
             raise NotMigrated(f"Database {alias!r} lacks the worker's tables ({len(missing)} migration(s) not "
                               f"applied: {shown}): run manage.py migrate --database {alias}.")
+
+
+def apps_by_database(message_classes: Iterable[type[QueueMessage]], aliases: Iterable[str] = ()) -> dict[str, set[str]]:
+    """The apps whose tables a process reads, by database: nexus_queues' own, and each queue's app."""
+    apps: dict[str, set[str]] = {alias: {"nexus_queues"} for alias in aliases}
+    for message_class in message_classes:
+        alias = message_class.queue_options.database
+        apps.setdefault(alias, {"nexus_queues"}).add(message_class.queue_model._meta.app_label)
+    return apps or {"default": {"nexus_queues"}}
+
+
+def wait_until_migrated(tables_of: dict[str, set[str]], breaker: CircuitBreaker, sleep: Callable[[float], object],
+                        stopping: Callable[[], bool]) -> None:
+    """A burst process's first step: :class:`NotMigrated` at once when tables are missing; a database that fails is
+    tried again after ``breaker``'s pauses, until :class:`DatabaseUnavailable` once its time is over."""
+    while not stopping():
+        try:
+            ensure_migrated(tables_of)
+        except DATABASE_ERRORS as exc:
+            reset_connections()
+            pause = breaker.failure(exc)
+            breaker.give_up_if_late()
+            sleep(pause)
+        else:
+            breaker.success()
+            return

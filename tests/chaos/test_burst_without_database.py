@@ -28,16 +28,17 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def burst(tmp_path: Path, database_url: str) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py nexus_worker --burst`` on ``database_url`` with a 2 s breaker; the finished process."""
+def burst(tmp_path: Path, database_url: str, command: str = "nexus_worker") -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py <command> --burst`` on ``database_url`` with 2 s breakers; the finished process."""
     (tmp_path / "burst_settings.py").write_text(
         "from datetime import timedelta\nfrom tests.settings import *\n"
-        "NEXUS_QUEUES = {**NEXUS_QUEUES, 'WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER': timedelta(seconds=2)}\n"
+        "NEXUS_QUEUES = {**NEXUS_QUEUES, 'WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER': timedelta(seconds=2),\n"
+        "                'DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER': timedelta(seconds=2)}\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("NEXUS_TEST_")}
     env |= {"PYTHONPATH": f"{ROOT}:{tmp_path}", "DJANGO_SETTINGS_MODULE": "burst_settings",
             "DATABASE_URL": database_url}
-    return subprocess.run([sys.executable, "-m", "django", "nexus_worker", "--burst"], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "django", command, "--burst"], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=HANG_GUARD)
 
 
@@ -68,18 +69,21 @@ def url_unmigrated(tmp_path: Path, django_db_blocker: pytest.FixtureRequest) -> 
             cursor.execute(f"DROP DATABASE {name}")
 
 
-def test_burst__a_database_that_is_down_exits_1_with_one_line(tmp_path: Path) -> None:
-    """No server at the database's address: the burst worker gives up once its breaker's time is over, exit 1."""
-    done = burst(tmp_path, url_down(tmp_path))
+@pytest.mark.parametrize("command", ["nexus_worker", "nexus_dispatch"])
+def test_burst__a_database_that_is_down_exits_1_with_one_line(tmp_path: Path, command: str) -> None:
+    """No server at the database's address: the burst worker (or dispatch loop) gives up once its breaker's time is
+    over, exit 1 (the dispatch loop exited 0, as if it had dispatched)."""
+    done = burst(tmp_path, url_down(tmp_path), command)
     assert done.returncode == 1, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("CommandError: The database ") and "2 s" in last, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
 
 
-def test_burst__an_unmigrated_database_exits_1_at_once(tmp_path: Path, url_unmigrated: str) -> None:
-    """An empty database: the burst worker says to run migrate, exit 1, before any retry."""
-    done = burst(tmp_path, url_unmigrated)
+@pytest.mark.parametrize("command", ["nexus_worker", "nexus_dispatch"])
+def test_burst__an_unmigrated_database_exits_1_at_once(tmp_path: Path, url_unmigrated: str, command: str) -> None:
+    """An empty database: the burst worker (or dispatch loop) says to run migrate, exit 1, before any retry."""
+    done = burst(tmp_path, url_unmigrated, command)
     assert done.returncode == 1, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("CommandError: ") and "manage.py migrate" in last, done.stderr[-3000:]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated
 from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import DispatchLoop
 
@@ -24,4 +25,7 @@ class Command(BaseCommand):
         logs.install(options["verbosity"])
         loop = DispatchLoop(burst=options["burst"], listen=False if options["no_listen"] else None)
         stop_on_signals(loop.stop)
-        loop.run()
+        try:
+            loop.run()
+        except (DatabaseUnavailable, NotMigrated) as exc:  # a burst's end: cron sees exit status 1
+            raise CommandError(str(exc)) from exc
