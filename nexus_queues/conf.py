@@ -63,9 +63,10 @@ class Settings:
     JOB_RUN_RETENTION: timedelta | None = timedelta(days=14)
     """How long job runs are kept (housekeeping deletes older ones, the oldest first); None keeps them forever."""
 
-    PERIODIC_CLOCK_TOLERANCE: timedelta = timedelta(seconds=10)
-    """How far ahead of the database's clock a worker's clock may run and still claim periodic ticks: a claim of a
-    later tick is refused and logged, so that one host's wrong clock cannot hold the ticks back for every worker."""
+    CLOCK_TOLERANCE: timedelta = timedelta(seconds=10)
+    """How far ahead of the database's clock a host's clock may run for the times other hosts compare: a periodic tick
+    claimed later is refused and logged, a tick or scheduled queue run stored later is ignored, so that one host's
+    wrong clock cannot hold scheduled work back for every worker."""
 
     WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = timedelta(seconds=30)
     """How long the database may keep failing before the worker logs an error and backs off the most."""

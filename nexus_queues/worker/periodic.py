@@ -7,7 +7,7 @@ import logging
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -19,6 +19,7 @@ from ..failures import message_of
 from ..models import JobRun, PeriodicJobSettings
 from ..periodic_jobs import PeriodicJob
 from ..schedules import EPOCH
+from .clocks import ahead_of_database
 from .logs import correlation_id
 from .runs import worker_name
 from .timetables import PeriodicTimetable
@@ -55,15 +56,12 @@ class PeriodicRunner:
         """Is ``ticks_since`` no later than the database's clock allows? A future tick, stored by a worker whose
         clock ran ahead before claims were judged by the database's clock, is ignored (and logged once) until the
         next claim replaces it. The database is asked only when the tick is ahead of this host's clock."""
-        tolerance = settings.PERIODIC_CLOCK_TOLERANCE
-        if found.ticks_since <= now + tolerance:
+        ahead = ahead_of_database(found.ticks_since, alias, now)
+        if ahead is None:
             return True
-        database_now = backend_for(alias).database_now()
-        if found.ticks_since <= database_now + tolerance:
-            return True  # this host's clock is behind: the tick is right, and only this host waits for it
         if (found.job, found.ticks_since) not in self._reported:
             self._reported.add((found.job, found.ticks_since))
-            _report_future_tick(alias, found, database_now)
+            _report_future_tick(alias, found, ahead)
         return False
 
     def timetables(self) -> list[PeriodicTimetable]:
@@ -119,7 +117,7 @@ def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[typ
 
 def claim(job: type[PeriodicJob], tick: datetime, now: datetime, *, request: bool = False) -> JobRun | None:
     """Commit the run row of ``job`` at ``tick``; None when another worker committed it first, or when ``tick`` is
-    later than the database's clock plus ``PERIODIC_CLOCK_TOLERANCE`` (this host's clock runs ahead: logged).
+    later than the database's clock plus ``CLOCK_TOLERANCE`` (this host's clock runs ahead: logged).
 
     The same transaction records the tick as handled in the job's settings (``ticks_since``), so that the runs are
     only history, which retention may delete; a stored tick the database's clock shows to be in the future is
@@ -128,7 +126,7 @@ def claim(job: type[PeriodicJob], tick: datetime, now: datetime, *, request: boo
     row = PeriodicJobSettings.objects.using(job.database).filter(job=job.name())
     if not request:
         database_now = backend_for(job.database).database_now()
-        latest_allowed = database_now + settings.PERIODIC_CLOCK_TOLERANCE
+        latest_allowed = database_now + settings.CLOCK_TOLERANCE
         if tick > latest_allowed:
             _refuse_future_tick(job, tick, database_now)
             return None
@@ -150,19 +148,19 @@ def _refuse_future_tick(job: type[PeriodicJob], tick: datetime, database_now: da
     worker = worker_name()
     logger.error(
         "Worker %s refused to claim tick %s of %s: its clock runs %s ahead of the database's (more than "
-        "PERIODIC_CLOCK_TOLERANCE, %s). Set this host's clock right (NTP); until then it runs no periodic job.",
-        worker, tick.isoformat(), job.name(), tick - database_now, settings.PERIODIC_CLOCK_TOLERANCE,
+        "CLOCK_TOLERANCE, %s). Set this host's clock right (NTP); until then it runs no periodic job.",
+        worker, tick.isoformat(), job.name(), tick - database_now, settings.CLOCK_TOLERANCE,
         extra={"action": "periodic_clock_ahead", "worker": worker},
     )
 
 
-def _report_future_tick(alias: str, found: PeriodicJobSettings, database_now: datetime) -> None:
+def _report_future_tick(alias: str, found: PeriodicJobSettings, ahead: timedelta) -> None:
     runs = JobRun.objects.using(alias).filter(job=found.job, tick=found.ticks_since)
     writer = runs.values_list("worker", flat=True).first() or "a worker (its run is gone)"
     logger.warning(
         "%s's ticks are marked handled up to %s, %s ahead of the database's clock: stored by %s, whose clock ran "
         "ahead. Ignored: the job's ticks go on from the database's time.",
-        found.job, found.ticks_since.isoformat(), found.ticks_since - database_now, writer,
+        found.job, found.ticks_since.isoformat(), ahead, writer,
         extra={"action": "periodic_future_tick", "worker": writer},
     )
 

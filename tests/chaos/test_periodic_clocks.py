@@ -1,5 +1,5 @@
-"""Periodic ticks against wrong clocks: a host whose clock runs ahead of the database's, and the nights a time zone's
-clocks change.
+"""Scheduled work against wrong clocks: a host whose clock runs ahead of (or behind) the database's, and the nights a
+time zone's clocks change.
 
 A host's clock is faked the way the worker's steps take it: the ``now`` handed to
 :class:`~nexus_queues.worker.periodic.PeriodicRunner` (and to its settings read). The database keeps its real clock.
@@ -16,12 +16,17 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
+from nexus_queues import Status, enqueue
 from nexus_queues.backends import backend_for
 from nexus_queues.models import JobRun, PeriodicJobSettings
 from nexus_queues.periodic_jobs import PeriodicJob
 from nexus_queues.schedules import Every
+from nexus_queues.worker.loop import Worker
 from nexus_queues.worker.periodic import PeriodicRunner
 from nexus_queues.worker.runs import worker_name
+from nexus_queues.worker.timetables import QueueTimetable
+from tests.testapp.jobs import DigestJob
+from tests.testapp.queues import Digest
 
 pytestmark = pytest.mark.django_db
 
@@ -126,8 +131,8 @@ def test_periodic_clock__a_future_tick_stored_by_a_host_now_gone_heals_itself(ca
 
 
 def test_periodic_clock__a_host_a_little_ahead_within_the_tolerance_claims_as_usual(settings):
-    """A clock ahead by less than ``PERIODIC_CLOCK_TOLERANCE`` claims its tick: NTP's small drifts are no attack."""
-    settings.NEXUS_QUEUES = {"PERIODIC_CLOCK_TOLERANCE": timedelta(minutes=10)}
+    """A clock ahead by less than ``CLOCK_TOLERANCE`` claims its tick: NTP's small drifts are no attack."""
+    settings.NEXUS_QUEUES = {"CLOCK_TOLERANCE": timedelta(minutes=10)}
     job, database_now = job_on(FIVE), backend_for("default").database_now()
     worker_at(database_now - FIVE, job)  # the job is known from before
     worker_at(database_now + FIVE, job).step(database_now + FIVE, inline)
@@ -206,3 +211,40 @@ def test_periodic_clock__daily_cron_in_the_changing_hour_runs_once(zone: str, da
     found, claimed = run_the_day(job_on(f"30 {hour} * * *", zone), ZoneInfo(zone), day)
     expected = local(ZoneInfo(zone), day, hour + 1, 0) if change == "forward" else local(ZoneInfo(zone), day, hour, 30)
     assert found == [expected] and claimed == 2
+
+
+# --- scheduled queue jobs ----------------------------------------------------------------------------------------
+
+
+def test_queue_timetable__a_start_request_from_a_host_behind_starts_a_drain():
+    """A start request stored by a host whose clock runs an hour behind the worker's is new all the same: it starts a
+    drain once, and not again until another request or the next tick."""
+    start = datetime(2025, 6, 1, 12, 20, tzinfo=UTC)  # the next tick is at 13:00
+    timetable = QueueTimetable(Every(HOUR), last_drain=start - STEP)
+    assert not timetable.due(start + STEP, None)
+    behind = start + 2 * STEP - HOUR  # the request's time, by the clock of the host that made it
+    assert timetable.due(start + 2 * STEP, behind)
+    timetable.ran_dry()
+    assert not timetable.due(start + 3 * STEP, behind)
+    assert timetable.due(start + 4 * STEP, behind + STEP)
+
+
+def test_queue_timetable__a_request_standing_from_before_the_last_run_starts_no_drain():
+    """At a worker's first look, a request older than the queue's last run was served already."""
+    last_run = datetime(2025, 6, 1, 12, 20, tzinfo=UTC)
+    timetable = QueueTimetable(Every(HOUR), last_drain=last_run)
+    assert not timetable.due(last_run + STEP, last_run - STEP)
+    assert QueueTimetable(Every(HOUR), last_drain=last_run).due(last_run + STEP, last_run + STEP / 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__a_last_run_stored_ahead_of_the_database_does_not_hold_a_scheduled_queue_back(caplog):
+    """A scheduled queue whose last run started an hour ahead of the database's clock (its worker's clock ran
+    ahead) is drained by the next worker at start, as a queue never run, not an hour later."""
+    database_now = backend_for("default").database_now()
+    JobRun.objects.create(job=DigestJob.name(), queue=Digest.queue_name(), correlation_id="ahead",
+                          worker="fast-host:4242", started_at=database_now + HOUR, finished_at=database_now + HOUR)
+    enqueue(Digest(text="waiting"))
+    Worker(job_classes=[DigestJob], periodic_job_classes=[], burst=True, listen=False).sweep()
+    assert list(Digest.queue_items().values_list("status", flat=True)) != [Status.PENDING]
+    assert clock_records(caplog, "schedule_future_run")
