@@ -67,6 +67,11 @@ class Settings:
     JOB_RUN_RETENTION: timedelta | None = field(default=timedelta(days=14), metadata=time())
     """How long job runs are kept (housekeeping deletes older ones, the oldest first); None keeps them forever."""
 
+    CLOCK_TOLERANCE: timedelta = field(default=timedelta(seconds=10), metadata=time())
+    """How far ahead of the database's clock a host's clock may run for the times other hosts compare: a periodic tick
+    claimed later is refused and logged, a tick or scheduled queue run stored later is ignored, so that one host's
+    wrong clock cannot hold scheduled work back for every worker."""
+
     WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """How long the database may keep failing before the worker logs an error and backs off the most."""
 

@@ -50,8 +50,11 @@ class Schedule(ABC):
 class Cron(Schedule):
     """A five-field cron expression read in ``zone``: daylight saving changes neither skip nor double a daily tick.
 
-    A time skipped when the clocks go forward runs at the first minute after the change; a time that
-    occurs twice when they go back runs the first time only (Debian cron's rules, as cronsim keeps them).
+    Debian cron's rules, as cronsim keeps them: an expression whose minute and hour fields are both fixed (neither
+    starts with ``*``) names wall-clock times, so a time skipped when the clocks go forward runs at the first minute
+    after the change, and a time that occurs twice when they go back runs the first time only. Any other expression
+    (``0 * * * *``, ``*/30 * * * *``) ticks in elapsed time: the repeated hour has its ticks twice, the skipped hour
+    none.
     """
 
     expression: str
@@ -68,13 +71,21 @@ class Cron(Schedule):
         return NICKNAMES.get(self.expression.strip().lower(), self.expression)
 
     def latest(self, now: datetime) -> datetime:
-        """The last tick at or before ``now`` (cronsim steps back from the next whole second)."""
+        """The last tick at or before ``now``: one that :meth:`following` reaches, so the two never disagree."""
         start = now.astimezone(self.zone).replace(microsecond=0) + timedelta(seconds=1)
-        return next(CronSim(self._fields, start, reverse=True)).astimezone(UTC)
+        tick = next(CronSim(self._fields, start, reverse=True)).astimezone(UTC)
+        # cronsim's backward steps miss the second ticks of a repeated hour that its forward steps make.
+        while (later := self.following(tick)) <= now:
+            tick = later
+        return tick
 
     def following(self, after: datetime) -> datetime:
         """The first tick after ``after``."""
-        return next(CronSim(self._fields, after.astimezone(self.zone))).astimezone(UTC)
+        ticks = CronSim(self._fields, after.astimezone(self.zone))
+        # From inside a repeated hour, cronsim's wall-clock steps can land on the hour's first pass: before ``after``.
+        while (tick := next(ticks).astimezone(UTC)) <= after:
+            pass
+        return tick
 
     def describe(self) -> str:
         """E.g. "At 03:00 every day (Europe/Stockholm)"."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
@@ -162,6 +162,9 @@ class Backend:
     held_ids: ClassVar[str] = "{held}"
     """Which rows does a fenced change touch, from the ``held`` conditions (locking them in id order first)?"""
 
+    now_sql: ClassVar[str] = "SELECT CURRENT_TIMESTAMP"
+    """Which statement reads the database server's clock, in UTC?"""
+
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
         self.alias = connection.alias
@@ -177,6 +180,14 @@ class Backend:
     def cursor(self) -> Any:
         """A cursor for the statements below (Django's, on the queue's connection)."""
         return self.connection.cursor()
+
+    def database_now(self) -> datetime:
+        """The database server's clock, aware in UTC: the one clock every host's decisions can share."""
+        with self.cursor() as cursor:
+            cursor.execute(self.now_sql)
+            value = cursor.fetchone()[0]
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
     # --- enqueue -------------------------------------------------------------------
 

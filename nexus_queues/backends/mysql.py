@@ -30,6 +30,7 @@ class MySQLBackend(Backend):
     """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
 
     claim_lock = "FOR UPDATE SKIP LOCKED"
+    now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
 
     def insert_many(
         self,

@@ -56,6 +56,7 @@ class PostgresBackend(Backend):
     # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
     # subquery locks them in id order, as update_status does, so the two never wait on each other.
     held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
+    now_sql = "SELECT statement_timestamp()"  # CURRENT_TIMESTAMP stands still in a transaction
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:

@@ -12,6 +12,8 @@ from .base import Backend
 class SQLiteBackend(Backend):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
 
+    now_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"  # CURRENT_TIMESTAMP has whole seconds only
+
     def database(self) -> str:
         return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
 

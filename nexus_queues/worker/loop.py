@@ -27,6 +27,7 @@ from ..processes import ProcessKind
 from ..registry import registry
 from ..schedules import EPOCH
 from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
+from .clocks import ahead_of_database
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
@@ -229,20 +230,23 @@ class Worker:
                     off.add(queue)
                 if requested_at is not None:
                     self._start_requests[queue] = requested_at
-        self._start_timetables()
+        self._start_timetables(now)
         self.periodic.read_settings(now)
         enabled = [j for j in self.job_classes if j.message_class.queue_name() not in off]
         self._enabled = (self.clock(), enabled)
         return enabled
 
-    def _start_timetables(self) -> None:
+    def _start_timetables(self, now: datetime) -> None:
         """A timetable per scheduled job, counting from the queue's last run: a worker that was down across a tick,
-        or a start request, drains once when it comes back (as does the first worker of a queue never run)."""
+        or a start request, drains once when it comes back (as does the first worker of a queue never run). A last
+        run that started ahead of the database's clock (a host's clock ran ahead) counts as none."""
         for job in self.job_classes:
             queue = job.message_class.queue_name()
             schedule = job.timetable() if queue not in self._timetables else None
             if schedule is not None:
                 last_run = job.message_class.job_runs().aggregate(last=Max("started_at"))["last"]
+                if last_run is not None and _ahead(last_run, job, now):
+                    last_run = None
                 self._timetables[queue] = QueueTimetable(schedule, last_run or EPOCH)
 
     def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
@@ -312,6 +316,17 @@ class Worker:
         finally:
             wait(running)  # never leave a run unacknowledged behind a failure
         return leased > 0
+
+
+def _ahead(last_run: datetime, job: type[QueueJob], now: datetime) -> bool:
+    ahead = ahead_of_database(last_run, job.message_class.queue_options.database, now)
+    if ahead is not None:
+        logger.warning(
+            "Queue %s's last run started %s ahead of the database's clock, on a host whose clock ran ahead: ignored, "
+            "the queue is drained once now, as one never run.", job.message_class.queue_name(), ahead,
+            extra={"action": "schedule_future_run"},
+        )
+    return ahead is not None
 
 
 def _submit(pool: ThreadPoolExecutor | None, work: Callable[[], None]) -> None:

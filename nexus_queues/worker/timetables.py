@@ -8,21 +8,34 @@ from ..schedules import EPOCH, Schedule
 
 
 class QueueTimetable:
-    """A scheduled queue job drains its queue from a tick, or a start request, after its last drain until a run
-    leases nothing; a worker that was down across ticks drains once when it comes back."""
+    """A scheduled queue job drains its queue from a tick, or a new start request, until a run leases nothing; a
+    worker that was down across ticks drains once when it comes back."""
 
     def __init__(self, schedule: Schedule, last_drain: datetime) -> None:
         self.schedule = schedule
         self.last_drain = last_drain
         self.draining = False
         self.next_tick = schedule.following(last_drain)
+        self.request_seen: datetime | None = None
+        """The start request last seen: a stored request is new when it differs from it."""
+        self._first_look = True
 
     def due(self, now: datetime, requested_at: datetime | None) -> bool:
-        """Should the worker lease for the job now? Starts a drain when a tick or request came after the last one."""
-        if not self.draining and (now >= self.next_tick or _after(requested_at, self.last_drain)):
+        """Should the worker lease for the job now? Starts a drain at a tick, or for a request not seen before."""
+        if not self.draining and (self._new_request(requested_at) or now >= self.next_tick):
             self.draining, self.last_drain = True, now
             self.next_tick = self.schedule.following(now)
         return self.draining
+
+    def _new_request(self, requested_at: datetime | None) -> bool:
+        """A request is told from the last one by its value, not by this host's clock: one stored by a host whose
+        clock runs behind is new all the same. One standing at the first look is new when it came after the queue's
+        last run (a request made while no worker ran)."""
+        first_look, self._first_look = self._first_look, False
+        if requested_at is None or requested_at == self.request_seen:
+            return False
+        self.request_seen = requested_at
+        return not first_look or requested_at > self.last_drain
 
     def ran_dry(self) -> None:
         """The queue had nothing to lease: the drain is over until the next tick or request."""

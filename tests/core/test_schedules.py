@@ -102,3 +102,27 @@ def test_every__refuses_intervals_under_a_second_and_other_types(value: object):
     """An interval under a second, or a schedule that is neither text nor timedelta, is refused."""
     with pytest.raises(InvalidSchedule):
         schedule_of(value)  # type: ignore[arg-type]
+
+
+CHANGE_DAYS = [
+    pytest.param(zone, day, id=f"{zone}-{day[0]}-{day[1]:02}-{day[2]:02}") for zone, day in [
+        ("Europe/Stockholm", (2026, 3, 29)), ("Europe/Stockholm", (2026, 10, 25)),
+        ("America/New_York", (2026, 3, 8)), ("America/New_York", (2026, 11, 1)),
+        ("Australia/Sydney", (2026, 10, 4)), ("Australia/Sydney", (2026, 4, 5)),
+    ]
+]
+"""The days the clocks go forward, then back, in 2026: two northern zones and a southern one."""
+
+
+@pytest.mark.parametrize("zone, day", CHANGE_DAYS)
+@pytest.mark.parametrize("expression", ["0 * * * *", "*/30 * * * *", "30 2 * * *", "0 1-3 * * *", "* * * * *"])
+def test_cron__latest_and_following_bracket_every_moment_of_a_change_day(expression: str, zone: str, day: tuple):
+    """At every moment of a day the clocks change, ``latest`` is a tick ``following`` reaches, at or before now,
+    and ``following`` is after now: a worker that claims ``latest`` once a tick is due never claims it again."""
+    cron = Cron(expression, ZoneInfo(zone))
+    start = datetime(*day, tzinfo=ZoneInfo(zone)).astimezone(UTC)
+    for step in range(0, 26 * 3600, 97):  # not a divisor of a minute: lands on every second of the minute in turn
+        now = start + timedelta(seconds=step)
+        latest, following = cron.latest(now), cron.following(now)
+        assert latest <= now < following, now
+        assert cron.following(latest) == following, now

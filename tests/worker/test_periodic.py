@@ -155,12 +155,14 @@ def test_runner__a_switched_off_job_refuses_a_run_request():
 
 def test_queue_timetable__drains_from_a_tick_or_request_until_dry():
     """A scheduled queue job leases from a tick until a run leases nothing, then waits for the next tick or a
-    start request newer than its last drain."""
+    start request it has not seen (told by its value: the time is the requesting host's)."""
     timetable = QueueTimetable(Every(FIVE), last_drain=T0)
     assert not timetable.due(T0 + timedelta(minutes=4), None)
     assert timetable.due(T0 + FIVE, None) and timetable.due(T0 + FIVE + timedelta(seconds=30), None)
     timetable.ran_dry()
-    assert not timetable.due(T0 + timedelta(minutes=6), requested_at=T0 + timedelta(minutes=2))
+    assert timetable.due(T0 + timedelta(minutes=6), requested_at=T0 + timedelta(minutes=2))
+    timetable.ran_dry()
+    assert not timetable.due(T0 + timedelta(minutes=6, seconds=10), requested_at=T0 + timedelta(minutes=2))
     assert timetable.due(T0 + timedelta(minutes=7), requested_at=T0 + timedelta(minutes=6, seconds=30))
     timetable.ran_dry()
     assert not timetable.due(T0 + timedelta(minutes=8), requested_at=T0 + timedelta(minutes=6, seconds=30))
