@@ -41,6 +41,11 @@ class Settings:
     BATCH_SIZE: int = 5000
     """Rows written per statement by ``enqueue_many`` on engines without COPY."""
 
+    TASK_RESULT_MAX_BYTES: int | None = 8_388_608
+    """The largest return value (as JSON) a task of the tasks backend may store; a larger one fails the task
+    with ``ResultTooLarge``, and the other tasks of its batch keep their results. None: only the database's own
+    limit (MariaDB/MySQL's ``max_allowed_packet``) applies."""
+
     WORKER_PEEK_DELAY: timedelta = timedelta(seconds=1)
     """How long an idle worker waits before it peeks again (warned about outside 100 ms to 10 s)."""
 
