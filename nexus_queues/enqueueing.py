@@ -101,8 +101,9 @@ def enqueue_many(
     """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
 
     All or nothing: a bad message raises before anything is written, and so does one larger than the
-    database takes in a statement (:class:`MessageTooLarge`); the others are written in statements within it. ``return_ids`` fills
-    :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues with identity).
+    database takes in a statement (:class:`MessageTooLarge`); the rest go in statements within that.
+    ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues
+    with identity).
     """
     messages = list(messages)
     if not messages:

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import pika
 from pydantic import ValidationError
 
-from nexus_queues.messages import QueueMessage, message_id_of, validation_summary
 from nexus_queues.enqueueing import check_size
+from nexus_queues.messages import QueueMessage, message_id_of, validation_summary
 
 MAX_REASON_LENGTH = 1000
 """Characters of a reason kept in a header and a log record: a huge body's errors cannot bloat either."""
