@@ -64,8 +64,6 @@ def test_check__names_the_message_only_in_a_batch():
 @pytest.fixture
 def sqlite_limits() -> Iterator[sqlite3.Connection]:
     """The test's SQLite connection, its limits restored afterwards (they are the connection's own)."""
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's limits")
     connection.ensure_connection()
     raw = connection.connection
     kept = {limit: raw.getlimit(limit) for limit in (sqlite3.SQLITE_LIMIT_LENGTH, sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)}
@@ -74,6 +72,7 @@ def sqlite_limits() -> Iterator[sqlite3.Connection]:
         raw.setlimit(limit, value)
 
 
+@pytest.mark.engines("sqlite")
 @pytest.mark.django_db
 def test_sqlite__the_budget_is_the_connections_limits(sqlite_limits):
     """SQLite's budget: rows within SQLITE_MAX_LENGTH, statements within its variable number, as set now."""
@@ -84,6 +83,7 @@ def test_sqlite__the_budget_is_the_connections_limits(sqlite_limits):
     assert budget.limit == "SQLITE_MAX_LENGTH 123,456"
 
 
+@pytest.mark.engines("sqlite")
 @pytest.mark.django_db
 def test_sqlite__batches_stay_within_the_variable_limit(sqlite_limits, settings):
     """enqueue_many and upserts of more parameters than SQLite binds in a statement are stored."""
@@ -92,6 +92,7 @@ def test_sqlite__batches_stay_within_the_variable_limit(sqlite_limits, settings)
     assert len(enqueue_many(Product(sku=f"s{n}", name="p") for n in range(1000)).stored) == 1000
 
 
+@pytest.mark.engines("sqlite")
 @pytest.mark.django_db(transaction=True)
 def test_sqlite__a_message_longer_than_sqlite_max_length_fails_alone(sqlite_limits):
     """A message longer than SQLITE_MAX_LENGTH: MessageTooLarge naming the limit, nothing stored, connection usable."""

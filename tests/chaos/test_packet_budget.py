@@ -14,24 +14,24 @@ from django.db import connection, transaction
 
 from nexus_queues import Status
 from nexus_queues.contrib.rabbitmq.consuming import Consumer
+from nexus_queues.contrib.spark import sync
 from nexus_queues.enqueueing import enqueue, enqueue_many
 from nexus_queues.exceptions import MessageTooLarge
 from nexus_queues.staging import StagedRow, create, drop, new_table_name, new_token, stage, staging_model
 from nexus_queues.tasks.compat import TaskResultStatus
 from nexus_queues.tasks.queues import task_queue
 from tests.contrib.rabbitmq.conftest import Broker, broker  # noqa: F401
+from tests.contrib.spark.conftest import frame, spark  # noqa: F401
 from tests.tasks.conftest import files_fixture, manage_fixture  # noqa: F401
 from tests.testapp import tasks
 from tests.testapp.queues import Greeting, Product
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("mysql")]
 
 
 @pytest.fixture
 def packet() -> int:
-    """The session's ``max_allowed_packet`` on MariaDB/MySQL (the tests of other engines are skipped)."""
-    if connection.vendor != "mysql":
-        pytest.skip("max_allowed_packet is MariaDB/MySQL's")
+    """The session's ``max_allowed_packet``, as the server says."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT @@SESSION.max_allowed_packet")
         return int(cursor.fetchone()[0])
@@ -123,6 +123,14 @@ def test_staging__rows_larger_than_the_packet_are_staged(packet, staging_table):
     rows = [StagedRow(token, n, None, text, "0" * 64, "{}", None, None, None, None) for n in range(count)]
     stage("default", staging_table, rows)
     assert staging_model(staging_table)._default_manager.count() == count
+
+
+def test_spark_sync__staging_batches_larger_than_the_packet_are_stored(packet, frame):  # noqa: F811
+    """A Spark sync whose Arrow batches (100 rows in the tests' session) take a quarter more than the packet: all
+    stored."""
+    size = packet * 5 // 4 // 100
+    counts = sync(frame([(f"s{n}", "p" * size) for n in range(400)], "sku string, name string"), Product)
+    assert counts.new == 400 == Product.queue_model.objects.count()
 
 
 def test_consumer__bodies_larger_than_the_packet_are_stored(packet, broker: Broker):  # noqa: F811
