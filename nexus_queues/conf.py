@@ -45,6 +45,11 @@ class Settings:
     BATCH_SIZE: int = field(default=5000, metadata=count())
     """Rows written per statement by ``enqueue_many`` on engines without COPY."""
 
+    TASK_RESULT_MAX_BYTES: int | None = field(default=8_388_608, metadata=count())
+    """The largest return value (as JSON) a task of the tasks backend may store; a larger one fails the task
+    with ``ResultTooLarge``, and the other tasks of its batch keep their results. None: only the database's own
+    limit (MariaDB/MySQL's ``max_allowed_packet``) applies."""
+
     WORKER_PEEK_DELAY: timedelta = field(default=timedelta(seconds=1), metadata=time())
     """How long an idle worker waits before it peeks again (warned about outside 100 ms to 10 s)."""
 

@@ -66,6 +66,7 @@ def enqueue(
     placement = resolve_placement(at, delay, status, expires_at, headers)
     row = enqueue_row(message, placement, timezone.now())
     backend = backend_for(message_class.queue_options.database)
+    backend.budget().check([row])
     notify = start_processing or settings.NOTIFY
     idempotent = message_class.queue_options.idempotent
     model = message_class.queue_model
@@ -99,8 +100,10 @@ def enqueue_many(
 ) -> EnqueueResult:
     """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
 
-    All or nothing: a bad message raises before anything is written. ``return_ids`` fills
-    :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues with identity).
+    All or nothing: a bad message raises before anything is written, and so does one larger than the
+    database takes in a statement (:class:`MessageTooLarge`); the rest go in statements within that.
+    ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues
+    with identity).
     """
     messages = list(messages)
     if not messages:
@@ -110,6 +113,7 @@ def enqueue_many(
     now = timezone.now()
     rows = _rows(messages, placement, now)
     backend = backend_for(message_class.queue_options.database)
+    backend.budget().check(rows)
     notify = start_processing or settings.NOTIFY
 
     def store() -> EnqueueResult:
@@ -131,6 +135,13 @@ def enqueue_many(
     result = retried(backend.alias, store)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
+
+
+def check_size(message: QueueMessage) -> None:
+    """Raise what enqueue would for ``message`` alone: :class:`UnstorableValue` for a value not every engine
+    stores, :class:`MessageTooLarge` when it is larger than its queue's database takes in one statement."""
+    row = enqueue_row(message, resolve_placement(None, None, None, None, None), timezone.now())
+    backend_for(type(message).queue_options.database).budget().check([row])
 
 
 def _start(message_class: type[QueueMessage], start_processing: bool) -> None:

@@ -71,3 +71,27 @@ class DatabaseUnavailable(NexusQueuesError):
 
 class NotMigrated(ConfigurationError):
     """The database lacks tables the worker needs: run ``manage.py migrate``."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """A message takes more bytes than its database takes in one statement; nothing is stored for it.
+
+    ``size`` is what its row takes, ``limit`` what a statement may carry, ``engine_limit`` the engine's setting it
+    comes from (``max_allowed_packet 16777216``), ``index`` the message's position in a batch (None for one).
+    """
+
+    def __init__(self, size: int, limit: int, engine_limit: str, index: int | None = None) -> None:
+        self.size, self.limit, self.engine_limit, self.index = size, limit, engine_limit, index
+        which = "The message" if index is None else f"Message {index}"
+        super().__init__(
+            f"{which} takes {size:,} bytes in a statement; the database takes at most {limit:,} ({engine_limit})."
+        )
+
+
+class ResultTooLarge(NexusQueuesError, ValueError):
+    """A task's return value is larger than a result may be (``TASK_RESULT_MAX_BYTES``, or what the database
+    takes in one statement): the task fails, and its result is not stored."""
+
+    def __init__(self, size: int, limit: int, reason: str) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(f"The return value takes {size:,} bytes; a task result may take at most {limit:,} ({reason}).")

@@ -79,6 +79,9 @@ MIGRATION_MODULES = {"nexus_tasks": "tests.testapp.task_migrations"}
 # The worker processes' heartbeats, quick in the tests that watch them.
 if os.environ.get("NEXUS_TEST_HEARTBEAT_INTERVAL"):
     NEXUS_QUEUES["WORKER_HEARTBEAT_INTERVAL"] = timedelta(seconds=float(os.environ["NEXUS_TEST_HEARTBEAT_INTERVAL"]))
+# The tasks tests' result size limit, low where a test says so.
+if os.environ.get("NEXUS_TEST_TASK_RESULT_MAX_BYTES"):
+    NEXUS_QUEUES["TASK_RESULT_MAX_BYTES"] = int(os.environ["NEXUS_TEST_TASK_RESULT_MAX_BYTES"])
 # The RabbitMQ bridge's tests use the real broker; a subprocess gets its test's delay prefix by the environment.
 NEXUS_RABBITMQ = {
     "URL": env("NEXUS_TEST_RABBITMQ_URL", default="amqp://guest:guest@127.0.0.1:5672/%2F"),

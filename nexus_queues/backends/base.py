@@ -20,6 +20,7 @@ from ..conf import settings
 from ..quarantine import read_around
 from ..status import Status
 from . import hydration, transports
+from .budget import UNLIMITED, Budget
 from .transports import Listener
 
 if TYPE_CHECKING:
@@ -189,13 +190,18 @@ class Backend:
         moment = datetime.fromisoformat(value) if isinstance(value, str) else value
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
+    def budget(self) -> Budget:
+        """What one statement may carry on this connection: batched writes stay within it."""
+        return UNLIMITED
+
     # --- enqueue -------------------------------------------------------------------
 
     def insert_one(
         self, model: type[QueueItem], row: EnqueueRow, *, notify: bool, extra: Mapping[str, Any] | None = None
     ) -> int:
         """Insert one row, with the ``extra`` columns of its model (a task's priority); a ``None`` status means the
-        queue's current default status. Returns its id."""
+        queue's current default status. Returns its id; :class:`MessageTooLarge` if it exceeds :meth:`budget`."""
+        self.budget().check([row])
         with self.cursor() as cursor:
             cursor.execute(*self._insert_one_sql(model, row, extra))
             if notify:
@@ -219,7 +225,7 @@ class Backend:
         adapt = self._memo_adapt()
         ids: list[int] = []
         with self.cursor() as cursor:
-            for chunk in chunks(rows, settings.BATCH_SIZE):
+            for chunk in self.budget().batches(rows, settings.BATCH_SIZE):
                 values = ", ".join([placeholders] * len(chunk))
                 params = [value for row in chunk for value in self._adapted(row, adapt, default_status)]
                 cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{returning}", params)
@@ -240,7 +246,7 @@ class Backend:
         guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
         stored: set[str] = set()
         with self.cursor() as cursor:
-            for chunk in chunks(by_message_id(rows), 1000):
+            for chunk in self.budget().batches(by_message_id(rows), 1000):
                 values, params = self._values(model, chunk)
                 sql = (
                     f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
@@ -417,7 +423,7 @@ class Backend:
         placeholders = "(" + marks(STAGED_COLUMNS) + ")"
         columns = ", ".join(STAGED_COLUMNS)
         with self.cursor() as cursor:
-            for chunk in chunks(rows, settings.BATCH_SIZE):
+            for chunk in self.budget().batches(rows, settings.BATCH_SIZE):
                 params = [adapt(value) for row in chunk for value in row]
                 values = ", ".join([placeholders] * len(chunk))
                 cursor.execute(f"INSERT INTO {self.quote(table)} ({columns}) VALUES {values}", params)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F, QuerySet
@@ -11,6 +12,7 @@ from django.db.models import F, QuerySet
 from ..changes import Change
 from ..status import Status
 from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, Claim, EnqueueRow, by_message_id, chunks, marks
+from .budget import Budget
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -24,6 +26,16 @@ REPLACE_CHANGED = ", ".join(
     [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _NEW), _HASH]
 )
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+HEADROOM = 64 * 1024
+"""Bytes of ``max_allowed_packet`` kept for a statement's SQL around its rows, and the packet's header."""
+_BUDGETS: WeakKeyDictionary[Any, Budget] = WeakKeyDictionary()
+"""The budget of each open driver connection: the server fixes a session's packet size when it connects."""
+
+
+def packet_budget(packet: int) -> Budget:
+    """The budget of a session whose ``max_allowed_packet`` is ``packet`` bytes."""
+    room = packet - min(HEADROOM, packet // 4)
+    return Budget(row_bytes=room, statement_bytes=room, limit=f"max_allowed_packet {packet:,}")
 
 
 class MySQLBackend(Backend):
@@ -31,6 +43,16 @@ class MySQLBackend(Backend):
 
     claim_lock = "FOR UPDATE SKIP LOCKED"
     now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
+
+    def budget(self) -> Budget:
+        """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""
+        self.connection.ensure_connection()
+        raw = self.connection.connection
+        if raw not in _BUDGETS:
+            with self.cursor() as cursor:
+                cursor.execute("SELECT @@SESSION.max_allowed_packet")
+                _BUDGETS[raw] = packet_budget(int(cursor.fetchone()[0]))
+        return _BUDGETS[raw]
 
     def insert_many(
         self,
@@ -61,15 +83,17 @@ class MySQLBackend(Backend):
         rows = by_message_id(rows)
         if not idempotent:
             with self.cursor() as cursor:
-                for chunk in chunks(rows, 1000):
+                for chunk in self.budget().batches(rows, 1000):
                     self._insert(cursor, model, table, chunk, f" ON DUPLICATE KEY UPDATE {REPLACE}")
             stored = {_id(row) for row in rows}
         elif len(rows) == 1:
+            self.budget().check(rows)
             with self.cursor() as cursor:
                 stored = self._upsert_one(cursor, model, table, rows[0])
         else:
+            batches = self.budget().batches(rows, 1000)
             with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
-                stored = set().union(*(self._store_changed(cursor, model, table, c) for c in chunks(rows, 1000)))
+                stored = set().union(*(self._store_changed(cursor, model, table, c) for c in batches))
         if notify and stored:
             self.notify(model.message_class.queue_name())
         return stored

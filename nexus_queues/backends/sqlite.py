@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 
 from django.apps import apps
 
 from .base import Backend
+from .budget import Budget
 
 
 class SQLiteBackend(Backend):
@@ -16,6 +18,14 @@ class SQLiteBackend(Backend):
 
     def database(self) -> str:
         return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
+
+    def budget(self) -> Budget:
+        """Rows within ``SQLITE_MAX_LENGTH`` and statements within ``SQLITE_MAX_VARIABLE_NUMBER``, as compiled."""
+        self.connection.ensure_connection()
+        raw = self.connection.connection
+        length = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        variables = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        return Budget(row_bytes=length, parameters=variables, limit=f"SQLITE_MAX_LENGTH {length:,}")
 
     def shared_between_processes(self) -> bool:
         return not self.connection.is_in_memory_db()  # type: ignore[attr-defined]

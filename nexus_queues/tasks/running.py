@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,10 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from ..backends import backend_for
+from ..backends.budget import value_bytes
+from ..conf import settings
+from ..exceptions import ResultTooLarge
 from ..failures import describe
 from ..jobs import Outcome, QueueJob
 from ..models import QueueItem
@@ -105,6 +110,7 @@ def run_task(item: TaskItem) -> Attempt:
     try:
         value = normalize_json(_call(result))
         canonical_json(value, "return value")
+        check_result_size(item, value)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
@@ -112,6 +118,19 @@ def run_task(item: TaskItem) -> Attempt:
         return Attempt(item, result, exc)
     _finish(result, _ended(item, value=value), TaskResultStatus.SUCCESSFUL, value)
     return Attempt(item, result, None)
+
+
+def check_result_size(item: TaskItem, value: Any) -> None:
+    """:class:`ResultTooLarge` when ``value`` takes more than ``TASK_RESULT_MAX_BYTES`` or than the row's
+    database takes in a statement: stored, it would fail the acknowledgement of the whole batch."""
+    text = json.dumps(value)  # as the JSON field writes it
+    size = len(text)  # ASCII: non-ASCII characters are escaped
+    setting = settings.TASK_RESULT_MAX_BYTES
+    if setting is not None and size > setting:
+        raise ResultTooLarge(size, setting, "TASK_RESULT_MAX_BYTES")
+    budget = backend_for(item._state.db or "default").budget()
+    if not budget.fits(value_bytes(text)):
+        raise ResultTooLarge(value_bytes(text), budget.row_bytes or 0, budget.limit)
 
 
 def _call(result: TaskResult) -> Any:

@@ -5,6 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from nexus_queues import enqueue, enqueue_many, lease, mark_processed
+from nexus_queues.backends import backend_for
 from nexus_queues.updates import mark_error
 from tests.factories import GreetingFactory, InventoryFactory, ProductFactory
 from tests.testapp.queues import Greeting, Inventory
@@ -36,6 +37,7 @@ def counted(path, work):
 
 def test_hot_paths__statement_counts_pinned():
     """Enqueue, lease and acknowledge run a fixed number of statements, none of them invisible to Django."""
+    backend_for(connection.alias).budget()  # read once per connection (MariaDB/MySQL), not per call
     counted("enqueue", lambda: enqueue(GreetingFactory()))
     counted("enqueue with identity", lambda: enqueue(ProductFactory()))
     counted("enqueue_many", lambda: enqueue_many(GreetingFactory.build_batch(5)))
@@ -46,6 +48,17 @@ def test_hot_paths__statement_counts_pinned():
     kept, failed = leased[:2], leased[2:]
     counted("mark_processed, kept", lambda: mark_processed(kept))
     counted("mark_error", lambda: mark_error(failed, ValueError("bad")))
+
+
+def test_budget__read_once_per_connection():
+    """The byte budget costs a statement on a new connection's first batched write (MariaDB/MySQL), none after."""
+    connection.close()
+    with CaptureQueriesContext(connection) as captured:
+        enqueue_many(GreetingFactory.build_batch(3))
+        enqueue_many(GreetingFactory.build_batch(3))
+        enqueue(ProductFactory())
+    read = [query["sql"] for query in captured.captured_queries if "max_allowed_packet" in query["sql"]]
+    assert len(read) == (1 if connection.vendor == "mysql" else 0)
 
 
 def test_hot_paths__statement_counts_do_not_grow_with_the_batch():

@@ -198,3 +198,20 @@ def test_signals__a_raising_receiver_changes_no_outcome(manage, files):
     assert tasks.shunned.get_result(shunned.id).return_value == "kept"
     assert tasks.add.get_result(other.id).status == TaskResultStatus.SUCCESSFUL
     assert command.log().count(f"raised for task {shunned.id}") == 2, command.log()
+
+
+def test_failure__a_result_larger_than_the_limit_fails_that_task_alone(manage):
+    """A return value over TASK_RESULT_MAX_BYTES fails its task with ResultTooLarge, nothing of it stored; the other
+    tasks of the batch keep their results."""
+    results = [tasks.sized.enqueue(2000 if n == 1 else 10) for n in range(4)]
+    drain(manage, NEXUS_TEST_TASKS_BATCH="4", NEXUS_TEST_TASK_RESULT_MAX_BYTES="1000")
+    for n, result in enumerate(results):
+        result.refresh()
+        if n == 1:
+            assert result.status == TaskResultStatus.FAILED
+            assert result.errors[0].exception_class_path == "nexus_queues.exceptions.ResultTooLarge"
+            reason = "2,002 bytes; a task result may take at most 1,000 (TASK_RESULT_MAX_BYTES)"
+            assert reason in result.errors[0].traceback
+            assert task_queue("default").queue_items().get(message_id=result.id).return_value is None
+        else:
+            assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == "r" * 10

@@ -40,6 +40,12 @@ def shout(text: str) -> str:
 
 
 @task
+def sized(size: int) -> str:
+    """A return value of ``size`` characters."""
+    return "r" * size
+
+
+@task
 def shunned(label: str) -> str:
     """Returns ``label``; the tests' task signal receivers raise for this task."""
     return label

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import pika
 from pydantic import ValidationError
 
+from nexus_queues.enqueueing import check_size
 from nexus_queues.messages import QueueMessage, message_id_of, validation_summary
-from nexus_queues.serialization import canonical_json
 
 MAX_REASON_LENGTH = 1000
 """Characters of a reason kept in a header and a log record: a huge body's errors cannot bloat either."""
@@ -42,7 +42,7 @@ def message_from(body: bytes, message_class: type[QueueMessage]) -> QueueMessage
     except ValidationError as exc:
         raise ValueError(validation_summary(exc)) from exc
     message_id_of(message)  # a message id enqueue would refuse
-    canonical_json(message)  # a value not every engine stores (NUL, lone surrogates, ...)
+    check_size(message)  # a value not every engine stores (NUL, lone surrogates, ...), or too large for its database
     return message
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pika
+import pytest
 
 from nexus_queues.contrib.rabbitmq.bodies import Delivery, sort_deliveries
 from tests.testapp.queues import Arrival
@@ -12,6 +13,7 @@ def delivery(tag: int, body: bytes) -> Delivery:
     return Delivery(tag, body, pika.BasicProperties(), "", "in")
 
 
+@pytest.mark.django_db  # the size a body may take is its database's
 def test_sort_deliveries__valid_and_invalid_apart():
     """Each body on its own: valid ones become messages, the others carry the reason, order kept."""
     deliveries = [
