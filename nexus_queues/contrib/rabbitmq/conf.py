@@ -21,7 +21,8 @@ class RabbitMQSettings:
 
     INVALID_MESSAGES: str = "dead-letter"
     """What the consumer does with a body its message class refuses: ``dead-letter`` (publish it to the queue
-    ``<from>.invalid`` with the reason, then acknowledge) or ``reject`` (the broker dead-letters it by the
+    ``<from>.invalid`` with the reason, then acknowledge; a body that queue refuses is held unacknowledged and
+    offered again) or ``reject`` (the broker dead-letters it by the
     source queue's own ``x-dead-letter-exchange``, or drops it when the queue has none). Logged either way."""
 
     MAX_BACKOFF: timedelta = timedelta(seconds=30)
