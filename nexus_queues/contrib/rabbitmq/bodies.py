@@ -23,6 +23,8 @@ class Delivery(NamedTuple):
     properties: pika.BasicProperties
     exchange: str
     routing_key: str
+    redelivered: bool = False
+    """The broker delivered it before, to this consumer or another, and it was not acknowledged."""
 
 
 class Sorted(NamedTuple):

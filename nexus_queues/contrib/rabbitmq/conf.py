@@ -21,8 +21,13 @@ class RabbitMQSettings:
 
     INVALID_MESSAGES: str = "dead-letter"
     """What the consumer does with a body its message class refuses: ``dead-letter`` (publish it to the queue
-    ``<from>.invalid`` with the reason, then acknowledge) or ``reject`` (the broker dead-letters it by the
+    ``<from>.invalid`` with the reason, then acknowledge; a body that queue refuses is held unacknowledged and
+    offered again) or ``reject`` (the broker dead-letters it by the
     source queue's own ``x-dead-letter-exchange``, or drops it when the queue has none). Logged either way."""
+
+    CONFIRM_TIMEOUT: timedelta = timedelta(seconds=60)
+    """How long the outbox waits for a batch's confirms (and a connection for its opening); past it, every
+    unconfirmed message of the batch is not published, and retried."""
 
     MAX_BACKOFF: timedelta = timedelta(seconds=30)
     """The longest pause between reconnection attempts while the broker is away."""

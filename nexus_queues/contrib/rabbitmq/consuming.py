@@ -2,6 +2,8 @@
 
 A crash between the commit and the acknowledgement makes the broker deliver the batch again. A queue with
 identity (``QueueMessageWithId``) then replaces or, idempotent, discards; a queue without stores it twice.
+What was stored is acknowledged before any invalid body is dead-lettered, so a dead-letter that fails never
+brings a stored body back (see :mod:`.held`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from pika.adapters.blocking_connection import BlockingChannel, BlockingConnectio
 from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.enqueueing import EnqueueResult, enqueue_many
 from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.health import QueueHealth
 from nexus_queues.messages import QueueMessage
 from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
 
 from .bodies import Delivery, sort_deliveries
 from .conf import settings
 from .connections import BROKER_ERRORS, confirmed_channel, connect, queue_exists
+from .held import REFUSALS, Held, frames
 from .invalid import DEAD_LETTER, check_mode, dead_letter, declare_invalid_queue, invalid_queue, reject
 from .outages import Outage
 
@@ -68,6 +72,8 @@ class Consumer:
         self.name = f"nexus_rabbitmq_consume {source} -> {message_class.queue_name()} on {where}"
         """The connection's name in the broker's list, so that an operator can tell consumers apart."""
         self.broker = Outage("The broker", max_backoff or settings.MAX_BACKOFF)
+        self.held = Held(invalid_queue(source), max_backoff or settings.MAX_BACKOFF)
+        """Invalid bodies that ``<from>.invalid`` refused, unacknowledged."""
         self.database = CircuitBreaker(
             "The consumer's database", nexus_settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER,
             nexus_settings.WORKER_MAX_BACKOFF,
@@ -100,6 +106,7 @@ class Consumer:
         """Connect if needed and consume one batch; the seconds to pause before the next step (0: none)."""
         try:
             self.connect()
+            self.offer_held()
             deliveries = self.fetch()
         except BROKER_ERRORS as exc:
             self.disconnect()
@@ -131,8 +138,7 @@ class Consumer:
                 f"The AMQP queue {self.source!r} does not exist on the broker: declare it (or bind it) first."
             )
         if self.invalid_messages == DEAD_LETTER:
-            self._publisher = confirmed_channel(self._connection)
-            declare_invalid_queue(self._publisher, self.source)
+            self._open_publisher()
         self._channel.basic_qos(prefetch_count=self.prefetch)
         self._channel.basic_consume(self.source, self._on_delivery)
 
@@ -140,6 +146,7 @@ class Consumer:
         """Close the connection, if any; what it held unacknowledged goes back to the source queue."""
         connection, self._connection, self._channel, self._publisher = self._connection, None, None, None
         self._received = []
+        self.held.forget()
         if connection is not None and connection.is_open:
             try:
                 connection.close()
@@ -161,13 +168,15 @@ class Consumer:
         return batch
 
     def handle(self, deliveries: Sequence[Delivery]) -> EnqueueResult:
-        """Store the valid bodies (one transaction), then dead-letter or reject the others, then acknowledge all."""
+        """Store the valid bodies (one transaction) and acknowledge them, then dead-letter or reject the others."""
         assert self._channel is not None
         valid, refused = sort_deliveries(deliveries, self.message_class)
         result = enqueue_many([message for _, message in valid])
+        kept = {delivery.tag for delivery, _ in refused} | set(self.held.bodies)
+        for tag, multiple in frames([delivery.tag for delivery, _ in valid], kept):
+            self._channel.basic_ack(tag, multiple=multiple)
         for delivery, reason in refused:
             self._refuse(delivery, reason)
-        self._channel.basic_ack(deliveries[-1].tag, multiple=True)
         logger.info(
             "%s -> %s: %s received, %s stored, %s discarded, %s invalid.", self.source,
             self.message_class.queue_name(), len(deliveries), len(result.stored),
@@ -179,15 +188,34 @@ class Consumer:
         """Return ``deliveries`` to the source queue, unacknowledged, for a later try."""
         assert self._channel is not None
         try:
-            self._channel.basic_nack(deliveries[-1].tag, multiple=True, requeue=True)
+            for tag, multiple in frames([delivery.tag for delivery in deliveries], set(self.held.bodies)):
+                self._channel.basic_nack(tag, multiple=multiple, requeue=True)
         except BROKER_ERRORS:
             self.disconnect()  # the broker requeues what a closed connection held
+
+    def offer_held(self) -> None:
+        """Offer the held bodies to ``<from>.invalid`` again (declared again, in case it was deleted), when due."""
+        if not self.held.due():
+            return
+        try:
+            self._open_publisher()
+        except REFUSALS as exc:
+            self.held.refused(exc)
+            return
+        for delivery, reason in list(self.held.bodies.values()):
+            if not self._dead_letter(delivery, reason):
+                return
+            self.held.taken(delivery.tag)
+
+    def health(self) -> QueueHealth:
+        """The consumer's health: degraded while invalid bodies are held, unhealthy once they stop consumption."""
+        return self.held.health(self.prefetch)
 
     def _refuse(self, delivery: Delivery, reason: str) -> None:
         assert self._channel is not None
         if self.invalid_messages == DEAD_LETTER:
-            assert self._publisher is not None
-            dead_letter(self._publisher, delivery, reason, self.source, self.message_class.queue_name())
+            if not self._dead_letter(delivery, reason):
+                return
             then = f"dead-lettered to {invalid_queue(self.source)}"
         else:
             reject(self._channel, delivery)
@@ -197,7 +225,33 @@ class Consumer:
             then, extra={"action": "invalid_body"},
         )
 
+    def _dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        """Publish ``delivery`` to ``<from>.invalid`` and acknowledge it; hold it when the queue refuses it."""
+        assert self._channel is not None
+        try:
+            if self._publisher is None or not self._publisher.is_open:
+                self._open_publisher()
+            assert self._publisher is not None
+            dead_letter(self._publisher, delivery, reason, self.source, self.message_class.queue_name())
+        except REFUSALS as exc:
+            if delivery.tag in self.held.bodies:
+                self.held.refused(exc)
+            else:
+                self.held.hold(delivery, reason, exc)
+            return False
+        self._channel.basic_ack(delivery.tag)
+        return True
+
+    def _open_publisher(self) -> None:
+        """A confirmed channel for dead-letters, ``<from>.invalid`` declared on it (again, if it was deleted)."""
+        assert self._connection is not None
+        if self._publisher is None or not self._publisher.is_open:
+            self._publisher = confirmed_channel(self._connection)
+        declare_invalid_queue(self._publisher, self.source)
+
     def _on_delivery(
         self, channel: BlockingChannel, method: pika.spec.Basic.Deliver, properties: pika.BasicProperties, body: bytes
     ) -> None:
-        self._received.append(Delivery(method.delivery_tag, body, properties, method.exchange, method.routing_key))
+        self._received.append(Delivery(
+            method.delivery_tag, body, properties, method.exchange, method.routing_key, bool(method.redelivered)
+        ))

@@ -16,10 +16,8 @@ from pika.adapters.select_connection import SelectConnection
 from pika.channel import Channel
 from pika.spec import Basic
 
+from .conf import settings
 from .connections import NOT_FOUND, parameters
-
-CONFIRM_TIMEOUT = 60.0
-"""Seconds a batch waits for its confirms (and a connection for its opening) before it counts as not published."""
 
 Send = Callable[[Channel], None]
 """Publishes one message on the channel it is given (raises before sending when the message is refused)."""
@@ -27,6 +25,10 @@ Send = Callable[[Channel], None]
 
 class Lost(pika.exceptions.AMQPError):
     """The connection or channel closed, or the broker did not answer in time."""
+
+
+class Unconfirmed(Lost):
+    """The broker did not confirm in time; it may have taken the message all the same."""
 
 
 class Pipeline:
@@ -87,7 +89,7 @@ class Pipeline:
             ids[message_id] = key
         self._run(lambda: not self._pending)
         if self._pending:  # unanswered: this connection cannot be trusted with another batch
-            self.failure = self.failure or Lost(f"No confirm within {CONFIRM_TIMEOUT:.0f} s.")
+            self.failure = self.failure or Unconfirmed(f"No confirm within {_timeout():g} s")
             self._pending = {}
         returned = {ids[message_id] for message_id in self._returned if message_id in ids}
         for key in ids.values():
@@ -128,14 +130,20 @@ class Pipeline:
         if not (self.connection.is_closed or self.connection.is_closing):
             try:
                 self.connection.close()
-                self._run(lambda: self.connection.is_closed, timeout=1.0, past_failures=True)
             except pika.exceptions.AMQPError:
                 pass
+        self._run(lambda: self.connection.is_closed, timeout=1.0, past_failures=True)
+        if not self.connection.is_closed:
+            # No answer to the close (a broker that stopped answering, say after a confirm timeout): drop the
+            # socket, which pika would otherwise leave open, and with it the broker's side of the connection.
+            self.connection._adapter_disconnect_stream()
+            self._run(lambda: self.connection.is_closed, timeout=1.0, past_failures=True)
         self.connection.ioloop.close()
 
-    def _run(self, done: Callable[[], bool], timeout: float = CONFIRM_TIMEOUT, past_failures: bool = False) -> None:
-        """Run the connection's loop until ``done()``, a failure (unless ``past_failures``), or ``timeout``;
-        at least one pass."""
+    def _run(self, done: Callable[[], bool], timeout: float | None = None, past_failures: bool = False) -> None:
+        """Run the connection's loop until ``done()``, a failure (unless ``past_failures``), or ``timeout``
+        (default: the ``CONFIRM_TIMEOUT`` setting); at least one pass."""
+        timeout = _timeout() if timeout is None else timeout
         ioloop = self.connection.ioloop
         timed_out: list[bool] = []
 
@@ -191,6 +199,10 @@ class Pipeline:
         self.failure = exc if isinstance(exc, BaseException) else Lost(str(exc))
         self.channel = None
         self._check()
+
+
+def _timeout() -> float:
+    return settings.CONFIRM_TIMEOUT.total_seconds()
 
 
 def _not_found(exc: BaseException) -> bool:

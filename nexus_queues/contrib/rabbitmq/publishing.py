@@ -25,7 +25,7 @@ from nexus_queues.serialization import canonical_json
 from . import delays
 from .conf import settings
 from .connections import BROKER_ERRORS
-from .pipeline import Pipeline, Send
+from .pipeline import Pipeline, Send, Unconfirmed
 
 if TYPE_CHECKING:
     from nexus_queues.models import QueueItem
@@ -114,6 +114,10 @@ class RabbitMQPublishJob(QueueJob, abstract=True):
     def _outcome(self, error: BaseException) -> BaseException:
         if isinstance(error, pika.exceptions.UnroutableError | pika.exceptions.NackError):
             return _refused(self.destination, error)
+        if isinstance(error, Unconfirmed):
+            seconds = f"{settings.CONFIRM_TIMEOUT.total_seconds():g}"
+            return _not_published(f"The broker at {_where()} sent no confirm within {seconds} s (it may have "
+                                  "taken the message: a retry publishes it again)", error)
         if isinstance(error, BROKER_ERRORS):
             return _not_published(f"The broker at {_where()} closed the channel, or the connection broke", error)
         return error
