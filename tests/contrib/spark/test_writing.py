@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -134,3 +135,13 @@ def test_sync__wakes_the_queues_workers_when_it_stored_something(frame: Any) -> 
         assert not select.select([listener], [], [], 1)[0] or "products" not in listener.received()
     finally:
         listener.close()
+
+
+def test_sync__from_another_thread_of_the_driver(frame: Any) -> None:
+    """sync() works from a thread that never made the session active, as a thread pool's are."""
+    df = frame(products(5), PRODUCT)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        counts = pool.submit(sync, df, Product).result()
+
+    assert counts.new == 5
