@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 from pyspark import TaskContext
 
-from ... import staging
+from ... import signals, staging
 from ...exceptions import NexusQueuesError
 from ...messages import QueueMessage
 from ...registry import registry
@@ -22,6 +22,7 @@ from .models import Sync
 from .options import WriteOptions
 from .rejects import write_rejects
 from .rows import RowStager
+from .syncing import SyncCounts
 from .writing import Staged
 
 logger = logging.getLogger("nexus_queues.spark")
@@ -131,6 +132,8 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.scheduled, record.superseded = counts.scheduled, counts.superseded
         record.state, record.finished_at = Sync.State.STORED, timezone.now()
         record.save(using=alias)
+        if not options.sync:  # sync() sends it in its caller's process, where the receivers connected at run time are
+            signals.send(signals.synced, message_class, alias, sync_id=record.pk, counts=SyncCounts.of(record))
     logger.info(
         "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected; merged in %.1f s.",
         record.pk,

@@ -9,9 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 from django.db import connection
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from nexus_queues.contrib.spark.models import Sync
 from nexus_queues.staging import STREAM_PREFIX
+from tests.testapp.apps import SIGNALLED_STREAM
+from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Greeting
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,16 +29,18 @@ def add_file(folder: Path, name: str, names: list[str]) -> None:
     pq.write_table(table, folder / name)
 
 
-def run_stream(spark: SparkSession, source: Path, checkpoint: Path) -> None:
-    """Run the stream over what the folder holds now, then stop."""
+def start_stream(spark: SparkSession, source: Path, checkpoint: Path, **options: str) -> StreamingQuery:
+    """Start the stream over what the folder holds now; it stops when done."""
     df = spark.readStream.schema("name string, times long").parquet(str(source))
-    query = (
-        df.writeStream.format("nexus")
-        .option("queue", "greetings")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
+    writer = df.writeStream.format("nexus").option("queue", "greetings")
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    return writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+
+
+def run_stream(spark: SparkSession, source: Path, checkpoint: Path, **options: str) -> None:
+    """Run the stream over what the folder holds now, then stop."""
+    query = start_stream(spark, source, checkpoint, **options)
     query.awaitTermination()
     assert query.exception() is None
 
@@ -66,3 +71,19 @@ def test_stream__batches_stored_once_even_when_replayed(spark: SparkSession, tmp
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(staged[0])}")
         assert cursor.fetchone()[0] == 0
+
+
+def test_stream__each_stored_batch_sends_synced(spark: SparkSession, tmp_path: Path) -> None:
+    """Each micro-batch merged sends ``synced`` once, to receivers connected in ready(); a replay sends none."""
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    add_file(source, "a.parquet", ["a1", "a2"])
+    run_stream(spark, source, checkpoint, stream=SIGNALLED_STREAM)
+    for done in ("0", ".0.crc"):
+        (checkpoint / "commits" / done).unlink()
+    run_stream(spark, source, checkpoint, stream=SIGNALLED_STREAM)
+    add_file(source, "b.parquet", ["b1"])
+    run_stream(spark, source, checkpoint, stream=SIGNALLED_STREAM)
+
+    batches = list(Sync.objects.filter(stream=SIGNALLED_STREAM).order_by("batch_id").values_list("pk", flat=True))
+    assert len(batches) == 2
+    assert sorted(item.message.n for item in Ping.queue_items()) == batches

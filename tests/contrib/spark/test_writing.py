@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from nexus_queues import Status, enqueue
+from nexus_queues import Status, enqueue, signals
 from nexus_queues.backends import backend_for
-from nexus_queues.contrib.spark import SyncCounts, sync
+from nexus_queues.contrib.spark import SyncCounts, SyncFailed, sync
 from nexus_queues.contrib.spark.models import Sync
 from tests.testapp.queues import Greeting, Inventory, Product
 
@@ -145,3 +145,24 @@ def test_sync__from_another_thread_of_the_driver(frame: Any) -> None:
         counts = pool.submit(sync, df, Product).result()
 
     assert counts.new == 5
+
+
+def test_sync__sends_synced_once_its_merge_is_committed(frame: Any) -> None:
+    """Each stored sync sends ``synced`` once, with its record's id and counts; a failed sync sends none."""
+    calls: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        calls.append(
+            {"sender": sender, **kwargs, "stored": Sync.objects.filter(pk=kwargs["sync_id"], state="stored").exists()}
+        )
+
+    signals.synced.connect(receiver, sender=Product, weak=False)
+    try:
+        first = sync(frame(products(3), PRODUCT), Product)
+        with pytest.raises(SyncFailed):
+            sync(frame([("SKU-9", None, [])], PRODUCT), Product)
+    finally:
+        signals.synced.disconnect(receiver, sender=Product)
+
+    record = Sync.objects.get(state="stored")
+    assert [(c["sender"], c["sync_id"], c["counts"], c["stored"]) for c in calls] == [(Product, record.pk, first, True)]
