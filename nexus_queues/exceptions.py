@@ -63,3 +63,20 @@ class InvalidLookup(NexusQueuesError, ValueError):
 class UnreadableRow(NexusQueuesError, ValueError):
     """A stored row holds a value Python cannot read, e.g. a timestamp outside the years 1 to 9999 written by
     raw SQL; the worker and the dispatch loop set such rows to Error with this type and say which column."""
+
+
+class StreamCheckpointChanged(ConfigurationError):
+    """A Spark stream started from a new checkpoint under a name whose batches another checkpoint recorded.
+
+    Its batch ids start again from 0 and would be taken for replays of the recorded ones and skipped: it
+    stores nothing instead. ``stream`` is the name.
+    """
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        super().__init__(
+            f"Stream {stream!r} has batches recorded from another checkpoint, and this one is a new checkpoint "
+            f"(its batch ids start again from 0): nothing was stored. Give the stream a new name, "
+            f'.option("stream", "<new name>"), or, to reuse the name, delete the Sync records of '
+            f"stream {stream!r} first."
+        )
