@@ -187,7 +187,9 @@ def _with_canonical_decimals(python: Any, dumped: Any) -> Any:
     same place written by :func:`canonical_decimal`; a place where the two differ in shape is left as it is."""
     if isinstance(python, Decimal):
         return canonical_decimal(python) if dumped is python or dumped == str(python) else dumped
-    if isinstance(python, dict) and isinstance(dumped, dict) and len(python) == len(dumped):
+    if isinstance(python, dict) and isinstance(dumped, dict) and all(key in python for key in dumped):
+        return {key: _with_canonical_decimals(python[key], value) for key, value in dumped.items()}
+    if isinstance(python, dict) and isinstance(dumped, dict) and len(python) == len(dumped):  # keys not strings
         return {
             _with_canonical_decimals(key, dumped_key): _with_canonical_decimals(value, dumped_value)
             for (key, value), (dumped_key, dumped_value) in zip(python.items(), dumped.items(), strict=True)

@@ -166,3 +166,14 @@ def test_sync__sends_synced_once_its_merge_is_committed(frame: Any) -> None:
 
     record = Sync.objects.get(state="stored")
     assert [(c["sender"], c["sync_id"], c["counts"], c["stored"]) for c in calls] == [(Product, record.pk, first, True)]
+
+
+@pytest.mark.parametrize("scale", [2, 3])
+def test_sync__decimal_of_another_scale_is_unchanged(frame: Any, scale: int) -> None:
+    """24.9 enqueued, then synced from a decimal column of scale 2 (24.90) or 3 (24.900): unchanged, not run again."""
+    enqueue(Product(sku="SKU-1", name="Kettle", prices=[{"currency": "EUR", "amount": "24.9"}]))
+    schema = f"sku string, name string, prices array<struct<currency string, amount decimal(10,{scale})>>"
+
+    counts = sync(frame([("SKU-1", "Kettle", [("EUR", Decimal("24.9"))])], schema), Product)
+
+    assert (counts.changed, counts.unchanged) == (0, 1)
