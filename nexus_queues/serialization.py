@@ -22,6 +22,7 @@ _msgpack = msgspec.msgpack.Encoder()
 _NON_FINITE_FLOAT = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 _CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 MAX_PLAIN_ZEROS = 40
 """Up to how many zeros a Decimal's canonical text writes out (beyond, it keeps an exponent)."""
 # A string that may be str() of a Decimal in other than its canonical form: trailing zeros, an exponent, -0.
@@ -42,7 +43,7 @@ def canonical_json(data: Any, name: str = "") -> str:
         if isinstance(data, BaseModel):
             dumped = data.model_dump(mode="json", by_alias=True)
         text = _canonical.encode(dumped).decode()
-        if _NOT_CANONICAL_DECIMAL.search(text):
+        if _may_hold_decimals_to_rewrite(text):
             python = data.model_dump(by_alias=True) if isinstance(data, BaseModel) else data
             dumped = _with_canonical_decimals(python, dumped)
             text = _canonical.encode(dumped).decode()
@@ -90,7 +91,7 @@ def with_canonical_decimals(stored: Any, model: type[BaseModel]) -> tuple[Any, s
     of its values are decimals, only when its text holds one that might not be canonical. Nothing else changes.
     """
     text = _canonical.encode(stored).decode()
-    if not _NOT_CANONICAL_DECIMAL.search(text):
+    if not _may_hold_decimals_to_rewrite(text):
         return None
     fixed = _with_canonical_decimals(model.model_validate(stored).model_dump(by_alias=True), stored)
     fixed_text = _canonical.encode(fixed).decode()
@@ -182,18 +183,28 @@ def _unstorable(name: str, data: Any) -> UnstorableValue | None:
     return None
 
 
+def _may_hold_decimals_to_rewrite(text: str) -> bool:
+    """Does ``text`` hold a string that may be a Decimal written other than canonically? (Substrings first: cheaper.)"""
+    return ('0"' in text or "E+" in text or "E-" in text) and _NOT_CANONICAL_DECIMAL.search(text) is not None
+
+
 def _with_canonical_decimals(python: Any, dumped: Any) -> Any:
     """``dumped`` (JSON data) with each Decimal that ``python`` (the same data as Python values) holds at the
     same place written by :func:`canonical_decimal`; a place where the two differ in shape is left as it is."""
+    kind = type(python)
+    if kind in _SCALARS:
+        return dumped
+    if kind is dict and type(dumped) is dict:
+        if python.keys() >= dumped.keys():
+            return {key: _with_canonical_decimals(python[key], value) for key, value in dumped.items()}
+        if len(python) == len(dumped):  # keys that are not strings in Python: the two in the same order
+            return {
+                _with_canonical_decimals(key, dumped_key): _with_canonical_decimals(value, dumped_value)
+                for (key, value), (dumped_key, dumped_value) in zip(python.items(), dumped.items(), strict=True)
+            }
+        return dumped
     if isinstance(python, Decimal):
         return canonical_decimal(python) if dumped is python or dumped == str(python) else dumped
-    if isinstance(python, dict) and isinstance(dumped, dict) and all(key in python for key in dumped):
-        return {key: _with_canonical_decimals(python[key], value) for key, value in dumped.items()}
-    if isinstance(python, dict) and isinstance(dumped, dict) and len(python) == len(dumped):  # keys not strings
-        return {
-            _with_canonical_decimals(key, dumped_key): _with_canonical_decimals(value, dumped_value)
-            for (key, value), (dumped_key, dumped_value) in zip(python.items(), dumped.items(), strict=True)
-        }
     if isinstance(python, list | tuple) and isinstance(dumped, list | tuple) and len(python) == len(dumped):
         return [_with_canonical_decimals(value, item) for value, item in zip(python, dumped, strict=True)]
     if isinstance(python, set | frozenset) and isinstance(dumped, list | tuple):  # two dumps may order a set apart
@@ -202,4 +213,6 @@ def _with_canonical_decimals(python: Any, dumped: Any) -> Any:
             _with_canonical_decimals(decimals[item], item) if isinstance(item, str) and item in decimals else item
             for item in dumped
         ]
+    if isinstance(python, dict) and isinstance(dumped, dict):  # a dict subclass: as a dict
+        return _with_canonical_decimals(dict(python), dict(dumped))
     return dumped
