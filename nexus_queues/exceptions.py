@@ -95,3 +95,20 @@ class ResultTooLarge(NexusQueuesError, ValueError):
     def __init__(self, size: int, limit: int, reason: str) -> None:
         self.size, self.limit = size, limit
         super().__init__(f"The return value takes {size:,} bytes; a task result may take at most {limit:,} ({reason}).")
+
+
+class StreamCheckpointChanged(ConfigurationError):
+    """A Spark stream started from a new checkpoint under a name whose batches another checkpoint recorded.
+
+    Its batch ids start again from 0 and would be taken for replays of the recorded ones and skipped: it
+    stores nothing instead. ``stream`` is the name.
+    """
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        super().__init__(
+            f"Stream {stream!r} has batches recorded from another checkpoint, and this one is a new checkpoint "
+            f"(its batch ids start again from 0): nothing was stored. Give the stream a new name, "
+            f'.option("stream", "<new name>"), or, to reuse the name, delete the Sync records of '
+            f"stream {stream!r} first."
+        )

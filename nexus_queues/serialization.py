@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -21,10 +22,17 @@ _msgpack = msgspec.msgpack.Encoder()
 _NON_FINITE_FLOAT = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 _CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+MAX_PLAIN_ZEROS = 40
+"""Up to how many zeros a Decimal's canonical text writes out (beyond, it keeps an exponent)."""
+# A string that may be str() of a Decimal in other than its canonical form: trailing zeros, an exponent, -0.
+_NOT_CANONICAL_DECIMAL = re.compile(r'"-?[0-9]+(?:\.[0-9]*0|(?:\.[0-9]+)?E[+-][0-9]+)"|"-0"')
 
 
 def canonical_json(data: Any, name: str = "") -> str:
     """JSON text with sorted keys and no spaces, so equal data gives equal text.
+
+    A Decimal is written as :func:`canonical_decimal` writes it, so that equal values give equal text at any scale.
 
     Raises :class:`UnstorableValue` naming the value (under ``name``, by default the message's class)
     that not every engine stores: NaN or infinity, NUL, a lone surrogate, nesting deeper than
@@ -35,6 +43,10 @@ def canonical_json(data: Any, name: str = "") -> str:
         if isinstance(data, BaseModel):
             dumped = data.model_dump(mode="json", by_alias=True)
         text = _canonical.encode(dumped).decode()
+        if _may_hold_decimals_to_rewrite(text):
+            python = data.model_dump(by_alias=True) if isinstance(data, BaseModel) else data
+            dumped = _with_canonical_decimals(python, dumped)
+            text = _canonical.encode(dumped).decode()
     except (TypeError, msgspec.EncodeError) as exc:
         raise TypeError(f"not JSON-serializable: {exc}") from exc
     except (ValueError, RecursionError) as exc:  # lone surrogates, pydantic's depth limit, huge integers
@@ -44,6 +56,46 @@ def canonical_json(data: Any, name: str = "") -> str:
     if found:
         raise found
     return text
+
+
+def canonical_decimal(value: Decimal) -> str:
+    """The one text of a Decimal's value: no trailing zeros after the point, no exponent, 0 for zero of any sign.
+
+    ``Decimal("24.90")`` and ``Decimal("2.49E+1")`` are ``"24.9"``, ``Decimal("1E+2")`` is ``"100"``. A value
+    that would need more than :data:`MAX_PLAIN_ZEROS` zeros written out keeps the exponent (``"1E+100"``).
+    NaN and infinities are written as ``str()`` writes them.
+    """
+    if not value.is_finite():
+        return str(value)
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)  # a finite value's
+    text = "".join(map(str, digits)).rstrip("0")
+    if not text:
+        return "0"
+    exponent += len(digits) - len(text)
+    if exponent > MAX_PLAIN_ZEROS or -exponent - len(text) > MAX_PLAIN_ZEROS:
+        return str(Decimal((sign, tuple(map(int, text)), exponent)))
+    if exponent >= 0:
+        text += "0" * exponent
+    else:
+        text = text.rjust(1 - exponent, "0")
+        text = f"{text[:exponent]}.{text[exponent:]}"
+    return f"-{text}" if sign else text
+
+
+def with_canonical_decimals(stored: Any, model: type[BaseModel]) -> tuple[Any, str] | None:
+    """``stored`` (a message's JSON data as an older version wrote it) with its decimals written as
+    :func:`canonical_decimal` writes them, and its canonical JSON text; None when they already are.
+
+    ``stored`` is validated by ``model`` (pydantic's ``ValidationError`` when it does not fit), to tell which
+    of its values are decimals, only when its text holds one that might not be canonical. Nothing else changes.
+    """
+    text = _canonical.encode(stored).decode()
+    if not _may_hold_decimals_to_rewrite(text):
+        return None
+    fixed = _with_canonical_decimals(model.model_validate(stored).model_dump(by_alias=True), stored)
+    fixed_text = _canonical.encode(fixed).decode()
+    return None if fixed_text == text else (fixed, fixed_text)
 
 
 def unstorable_text(text: str) -> str | None:
@@ -129,3 +181,38 @@ def _unstorable(name: str, data: Any) -> UnstorableValue | None:
         elif isinstance(value, float) and not math.isfinite(value):
             return UnstorableValue(path, f"{value} is not a JSON number (NaN and infinities cannot be stored).")
     return None
+
+
+def _may_hold_decimals_to_rewrite(text: str) -> bool:
+    """Does ``text`` hold a string that may be a Decimal written other than canonically? (Substrings first: cheaper.)"""
+    return ('0"' in text or "E+" in text or "E-" in text) and _NOT_CANONICAL_DECIMAL.search(text) is not None
+
+
+def _with_canonical_decimals(python: Any, dumped: Any) -> Any:
+    """``dumped`` (JSON data) with each Decimal that ``python`` (the same data as Python values) holds at the
+    same place written by :func:`canonical_decimal`; a place where the two differ in shape is left as it is."""
+    kind = type(python)
+    if kind in _SCALARS:
+        return dumped
+    if kind is dict and type(dumped) is dict:
+        if python.keys() >= dumped.keys():
+            return {key: _with_canonical_decimals(python[key], value) for key, value in dumped.items()}
+        if len(python) == len(dumped):  # keys that are not strings in Python: the two in the same order
+            return {
+                _with_canonical_decimals(key, dumped_key): _with_canonical_decimals(value, dumped_value)
+                for (key, value), (dumped_key, dumped_value) in zip(python.items(), dumped.items(), strict=True)
+            }
+        return dumped
+    if isinstance(python, Decimal):
+        return canonical_decimal(python) if dumped is python or dumped == str(python) else dumped
+    if isinstance(python, list | tuple) and isinstance(dumped, list | tuple) and len(python) == len(dumped):
+        return [_with_canonical_decimals(value, item) for value, item in zip(python, dumped, strict=True)]
+    if isinstance(python, set | frozenset) and isinstance(dumped, list | tuple):  # two dumps may order a set apart
+        decimals = {str(value): value for value in python if isinstance(value, Decimal)}
+        return [
+            _with_canonical_decimals(decimals[item], item) if isinstance(item, str) and item in decimals else item
+            for item in dumped
+        ]
+    if isinstance(python, dict) and isinstance(dumped, dict):  # a dict subclass: as a dict
+        return _with_canonical_decimals(dict(python), dict(dumped))
+    return dumped

@@ -19,6 +19,10 @@ call sites cost one dictionary look-up.
 ``abandoned``
     ``count``: how many expired leases of the queue became Abandoned; ``now``: the time they were
     compared with. Only the count: reading the rows would cost another query on every housekeeping pass.
+``synced``
+    ``sync_id``: the primary key of the Spark sync's record (``nexus_queues.contrib.spark.models.Sync``;
+    one per micro-batch of a stream); ``counts``: its ``SyncCounts``. Sent once the sync's merge is
+    committed, never for a failed sync nor for a stream's batch that Spark replays.
 
 ::
 
@@ -54,6 +58,8 @@ failed = Signal(use_caching=True)
 """Leased messages were marked Error."""
 abandoned = Signal(use_caching=True)
 """Expired leases became Abandoned."""
+synced = Signal(use_caching=True)
+"""A Spark sync (or a stream's micro-batch) was merged into the queue."""
 
 
 def send(signal: Signal, sender: type[QueueMessage], using: str, **kwargs: Any) -> None:

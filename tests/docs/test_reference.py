@@ -57,6 +57,7 @@ def test_settings_page__removed_settings_are_gone() -> None:
         ("nexus_queues", "nexus_worker"),
         ("nexus_queues", "nexus_dispatch"),
         ("nexus_queues", "nexus_api_token"),
+        ("nexus_queues", "nexus_rehash"),
         ("nexus_queues.contrib.spark", "nexus_spark_sync"),
         ("nexus_queues.contrib.rabbitmq", "nexus_rabbitmq_setup"),
         ("nexus_queues.contrib.rabbitmq", "nexus_rabbitmq_consume"),

@@ -16,6 +16,12 @@ class Sync(models.Model):
     queue = models.CharField(max_length=255)
     stream = models.CharField(max_length=255, blank=True, default="", help_text="The stream's name; blank for a batch.")
     batch_id = models.BigIntegerField(null=True, blank=True, help_text="The stream's micro-batch.")
+    checkpoint = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="Spark's id of the stream's query: the same for every run from one checkpoint.",
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

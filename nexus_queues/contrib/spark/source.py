@@ -73,7 +73,9 @@ class NexusDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``nexus`` data source on ``spark``, carrying this process's Django settings to Spark's."""
+    """Register the ``nexus`` data source on ``spark``, carrying this process's Django settings to Spark's,
+    and make ``spark`` the calling thread's active session."""
+    _activate(spark)
     if spark.conf.get(REGISTERED, "") == "true":
         return
     setup = DjangoSetup.of_this_process()
@@ -81,6 +83,15 @@ def register(spark: SparkSession) -> None:
     source = type("RegisteredNexusDataSource", (NexusDataSource,), {"django": setup, "__module__": __name__})
     spark.dataSource.register(source)
     spark.conf.set(REGISTERED, "true")
+
+
+def _activate(spark: SparkSession) -> None:
+    """Make ``spark`` the active session of the calling thread's JVM thread."""
+    # Spark looks Python data sources up in the JVM thread's active session: a thread of the driver
+    # that never made one active (a thread pool's) would not find "nexus". PySpark has no public call for it.
+    jvm = spark._jvm
+    if jvm is not None:
+        SparkSession._get_j_spark_session_class(jvm).setActiveSession(spark._jsparkSession)
 
 
 def session(master: str | None = None, **conf: str) -> SparkSession:

@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
+from ... import signals
 from ...exceptions import NexusQueuesError
 from ...messages import QueueMessage
 from ...registry import registry
@@ -67,6 +68,7 @@ def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any)
         raise SyncFailed(record, record.error if said else f"{record.error} {cause}".strip()) from exc
     record.refresh_from_db()
     counts = SyncCounts.of(record)
+    signals.send(signals.synced, message_class, alias, sync_id=record.pk, counts=counts)
     logger.info("Sync #%s into %s: %s.", record.pk, record.queue, counts, extra={"action": "spark_sync_stored"})
     return counts
 

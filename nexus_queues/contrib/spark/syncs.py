@@ -10,21 +10,24 @@ from itertools import islice
 
 import pyarrow as pa
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max, QuerySet
 from django.utils import timezone
 from pyspark import TaskContext
 
-from ... import staging
-from ...exceptions import NexusQueuesError
+from ... import signals, staging
+from ...exceptions import NexusQueuesError, StreamCheckpointChanged
 from ...messages import QueueMessage
 from ...registry import registry
 from .models import Sync
 from .options import WriteOptions
 from .rejects import write_rejects
 from .rows import RowStager
+from .syncing import SyncCounts
 from .writing import Staged
 
 logger = logging.getLogger("nexus_queues.spark")
+QUERY_ID = "sql.streaming.queryId"
+"""The local property Spark gives a streaming query's tasks: the query's id, kept in its checkpoint."""
 
 
 class TooManyRejects(NexusQueuesError):
@@ -67,7 +70,8 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
         rows += len(staged)
     seconds = time.perf_counter() - started
     logger.info("Staged %s rows into %s in %.1f s.", rows, table, seconds, extra={"action": "spark_staged"})
-    return Staged(stager.token, rows - stager.rejected, stager.rejected)
+    query = (context.getLocalProperty(QUERY_ID) if context else None) or ""
+    return Staged(stager.token, rows - stager.rejected, stager.rejected, query)
 
 
 def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Staged]) -> None:
@@ -95,14 +99,28 @@ def abort(options: WriteOptions, table: str, sync_id: int) -> None:
 def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Sequence[Staged]) -> None:
     """Merge a stream's micro-batch and record its id in the same transaction, unless it was stored before."""
     message_class, alias = _queue(options)
-    stream = options.stream_name
-    try:  # the batch id is checked again by the record's unique constraint, in the merge's transaction
-        if Sync.objects.using(alias).filter(stream=stream, batch_id=batch_id).update(replays=F("replays") + 1):
+    stream, query = options.stream_name, next((s.query for s in staged if s.query), "")
+    recorded = Sync.objects.using(alias).filter(stream=stream, batch_id__isnull=False)
+    try:
+        if _from_another_checkpoint(recorded, batch_id, query):
+            raise StreamCheckpointChanged(stream)
+        # The batch id is checked again by the record's unique constraint, in the merge's transaction.
+        if recorded.filter(batch_id=batch_id).update(replays=F("replays") + 1, checkpoint=query or F("checkpoint")):
             logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
             return
-        _merge(options, table, staged, Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id))
+        record = Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id, checkpoint=query)
+        _merge(options, table, staged, record)
     finally:
         staging.clear(alias, table)
+
+
+def _from_another_checkpoint(recorded: QuerySet[Sync], batch_id: int, query: str) -> bool:
+    """Is this batch from a checkpoint other than the one whose batches ``recorded`` holds?"""
+    # Spark replays only the last batch it planned: an id below the last recorded one restarts from 0.
+    latest = recorded.aggregate(latest=Max("batch_id"))["latest"]
+    if latest is not None and batch_id < latest:
+        return True
+    return bool(query) and recorded.exclude(checkpoint="").exclude(checkpoint=query).exists()
 
 
 def abort_batch(options: WriteOptions, table: str) -> None:
@@ -131,6 +149,8 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.scheduled, record.superseded = counts.scheduled, counts.superseded
         record.state, record.finished_at = Sync.State.STORED, timezone.now()
         record.save(using=alias)
+        if not options.sync:  # sync() sends it in its caller's process, where the receivers connected at run time are
+            signals.send(signals.synced, message_class, alias, sync_id=record.pk, counts=SyncCounts.of(record))
     logger.info(
         "Sync #%s into %s: %s new, %s changed, %s unchanged, %s scheduled, %s rejected; merged in %.1f s.",
         record.pk,

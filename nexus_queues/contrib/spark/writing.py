@@ -19,11 +19,13 @@ from .options import WriteOptions
 
 @dataclass
 class Staged(WriterCommitMessage):
-    """What one task staged: its token, and how many of its rows were messages and rejects."""
+    """What one task staged: its token, how many of its rows were messages and rejects, and its stream's query id."""
 
     token: int
     messages: int
     rejects: int
+    query: str = ""
+    """Spark's id of the streaming query (the same for every run from one checkpoint); blank for a batch write."""
 
 
 def _staged(messages: list[WriterCommitMessage | None]) -> list[Staged]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -10,9 +11,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from nexus_queues import Status, enqueue
+from nexus_queues import Status, enqueue, signals
 from nexus_queues.backends import backend_for
-from nexus_queues.contrib.spark import SyncCounts, sync
+from nexus_queues.contrib.spark import SyncCounts, SyncFailed, sync
 from nexus_queues.contrib.spark.models import Sync
 from tests.testapp.queues import Greeting, Inventory, Product
 
@@ -134,3 +135,45 @@ def test_sync__wakes_the_queues_workers_when_it_stored_something(frame: Any) -> 
         assert not select.select([listener], [], [], 1)[0] or "products" not in listener.received()
     finally:
         listener.close()
+
+
+def test_sync__from_another_thread_of_the_driver(frame: Any) -> None:
+    """sync() works from a thread that never made the session active, as a thread pool's are."""
+    df = frame(products(5), PRODUCT)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        counts = pool.submit(sync, df, Product).result()
+
+    assert counts.new == 5
+
+
+def test_sync__sends_synced_once_its_merge_is_committed(frame: Any) -> None:
+    """Each stored sync sends ``synced`` once, with its record's id and counts; a failed sync sends none."""
+    calls: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        calls.append(
+            {"sender": sender, **kwargs, "stored": Sync.objects.filter(pk=kwargs["sync_id"], state="stored").exists()}
+        )
+
+    signals.synced.connect(receiver, sender=Product, weak=False)
+    try:
+        first = sync(frame(products(3), PRODUCT), Product)
+        with pytest.raises(SyncFailed):
+            sync(frame([("SKU-9", None, [])], PRODUCT), Product)
+    finally:
+        signals.synced.disconnect(receiver, sender=Product)
+
+    record = Sync.objects.get(state="stored")
+    assert [(c["sender"], c["sync_id"], c["counts"], c["stored"]) for c in calls] == [(Product, record.pk, first, True)]
+
+
+@pytest.mark.parametrize("scale", [2, 3])
+def test_sync__decimal_of_another_scale_is_unchanged(frame: Any, scale: int) -> None:
+    """24.9 enqueued, then synced from a decimal column of scale 2 (24.90) or 3 (24.900): unchanged, not run again."""
+    enqueue(Product(sku="SKU-1", name="Kettle", prices=[{"currency": "EUR", "amount": "24.9"}]))
+    schema = f"sku string, name string, prices array<struct<currency string, amount decimal(10,{scale})>>"
+
+    counts = sync(frame([("SKU-1", "Kettle", [("EUR", Decimal("24.9"))])], schema), Product)
+
+    assert (counts.changed, counts.unchanged) == (0, 1)
