@@ -44,6 +44,14 @@ def new_table_name(queue: str) -> str:
     return f"{PREFIX}{timezone.now().strftime(_STAMP)}_{secrets.token_hex(4)}_{queue}"[:63]
 
 
+def made_for(table: str, queue: str, since: datetime) -> bool:
+    """Is ``table`` a staging table of :func:`new_table_name` for ``queue``, made at ``since`` or later?"""
+    stamp, token = table[len(PREFIX) :][:14], table[len(PREFIX) + 15 :][:8]
+    if not table.startswith(PREFIX) or table != f"{PREFIX}{stamp}_{token}_{queue}"[:63]:
+        return False
+    return stamp >= since.astimezone(UTC).strftime(_STAMP)
+
+
 def stream_table_name(stream: str) -> str:
     """The staging table of stream ``stream``: the same across its restarts, emptied after each batch."""
     digest = hashlib.sha256(stream.encode()).hexdigest()[:12]

@@ -1,5 +1,8 @@
 """Reading a queue as a DataFrame: its id range split into partitions, each read in pages of ids.
 
+Filters Spark pushes on the row columns narrow each page's query (:mod:`.filters`). Planning reads
+only the smallest and largest id (an index's two ends), never counts the rows.
+
 The reader is unpickled in Spark's processes before Django is set up there: it reaches the queue
 through the registry, which Django's setup fills.
 """
@@ -8,18 +11,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Max, Min
+from django.db.models import Q
 from pydantic_core import PydanticUndefined, to_jsonable_python
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from ...exceptions import InvalidArgument
 from ...registry import registry
 from .executors import DjangoSetup, django_ready
+from .filters import Condition, push, where
 from .schema import message_keys, row_columns
 from .values import Converter, column_converter
 
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from ...models import QueueItemQuerySet
 
 ROWS_PER_PARTITION = 100_000
-"""Without a ``partitions`` option, one partition per this many rows: a task of seconds, not milliseconds."""
+"""Without a ``partitions`` option, one partition per this many ids: a task of seconds, not milliseconds."""
 MAX_PARTITIONS = 64
 """Without a ``partitions`` option, at most this many: each partition read at once holds a database connection."""
 PAGE = 2_000
@@ -47,27 +51,36 @@ class IdRange(InputPartition):
 
 @dataclass
 class QueueReader(DataSourceReader):
-    """Reads a queue's rows as of the planned id range, one partition per id range."""
+    """Reads a queue's rows with the ids it holds when planned, one partition per id range."""
 
     queue: str
-    ranges: list[IdRange]
+    wanted: int | None
+    """The ``partitions`` option; None for one per :data:`ROWS_PER_PARTITION` ids."""
     schema: StructType
     django: DjangoSetup | None
+    conditions: list[Condition] = field(default_factory=list)
+    """The filters Spark pushed, which every query of the read carries."""
 
     @classmethod
     def plan(cls, queue: str, partitions: int | None, schema: StructType, django: DjangoSetup | None) -> QueueReader:
-        """Split the queue's ids into ``partitions`` ranges, or as many as its size suggests (on the driver)."""
-        message_class = registry.get(queue)
-        RowMaker(message_class, schema)  # an unknown column fails here rather than in every task
-        found = message_class.queue_items().aggregate(first=Min("id"), last=Max("id"), rows=Count("id"))
-        if not found["rows"]:
-            return cls(queue, [IdRange(1, 0)], schema, django)
-        count = partitions or default_partitions(found["rows"])
-        return cls(queue, id_ranges(found["first"], found["last"], count), schema, django)
+        """A reader of ``queue`` in ``partitions`` id ranges (on the driver; no query yet)."""
+        RowMaker(registry.get(queue), schema)  # an unknown column fails here rather than in every task
+        return cls(queue, partitions, schema, django)
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        """Keep the filters the database can apply; give back those Spark must apply (some of them both)."""
+        self.conditions, left = push(registry.get(self.queue), filters)
+        return left
 
     def partitions(self) -> list[IdRange]:
-        """The planned id ranges."""
-        return list(self.ranges)
+        """The queue's ids, from its smallest to its largest, in ranges of equal width."""
+        with django_ready(self.django):
+            items = registry.get(self.queue).queue_items().filter(self._ids_where())
+            first = items.order_by("id").values_list("id", flat=True).first()
+            last = items.order_by("-id").values_list("id", flat=True).first()
+        if first is None or last is None:
+            return [IdRange(1, 0)]
+        return id_ranges(first, last, self.wanted or default_partitions(last - first + 1))
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         """The rows of one id range as tuples of the schema, a page at a time (in a Spark task)."""
@@ -75,13 +88,18 @@ class QueueReader(DataSourceReader):
         with django_ready(self.django):
             message_class = registry.get(self.queue)
             maker = RowMaker(message_class, self.schema)
-            for row in pages(message_class.queue_items(), partition, maker.columns):
+            items = message_class.queue_items().filter(where(self.conditions))
+            for row in pages(items, partition, maker.columns):
                 yield maker.row(row)
 
+    def _ids_where(self) -> Q:
+        """The pushed conditions on the id alone: an index answers the smallest and largest id under them."""
+        return where(condition for condition in self.conditions if condition.column == "id")
 
-def default_partitions(rows: int) -> int:
-    """One partition per :data:`ROWS_PER_PARTITION` rows, at least 1 and at most :data:`MAX_PARTITIONS`."""
-    return min(MAX_PARTITIONS, max(1, math.ceil(rows / ROWS_PER_PARTITION)))
+
+def default_partitions(ids: int) -> int:
+    """One partition per :data:`ROWS_PER_PARTITION` ids, at least 1 and at most :data:`MAX_PARTITIONS`."""
+    return min(MAX_PARTITIONS, max(1, math.ceil(ids / ROWS_PER_PARTITION)))
 
 
 def id_ranges(first: int, last: int, count: int) -> list[IdRange]:

@@ -9,7 +9,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, FutureDate, FutureDatetime, NaiveDatetime, PastDate, PastDatetime
 from pydantic.fields import FieldInfo
 from pyspark.sql.types import (
     ArrayType,
@@ -59,6 +59,8 @@ _SCALARS: dict[Any, DataType] = {
     datetime: TimestampType(),
     date: DateType(),
     UUID: StringType(),
+    **dict.fromkeys((AwareDatetime, NaiveDatetime, PastDatetime, FutureDatetime), TimestampType()),
+    **dict.fromkeys((PastDate, FutureDate), DateType()),
 }
 _SEQUENCES = (list, set, frozenset)
 

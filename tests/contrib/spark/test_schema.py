@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, NaiveDatetime, PastDate
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -24,6 +24,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from nexus_queues.contrib.spark.reading import RowMaker
 from nexus_queues.contrib.spark.schema import JSON, ROW_COLUMNS, spark_schema
 from nexus_queues.exceptions import ConfigurationError
 from tests.testapp.queues import Audit, Greeting, Product
@@ -116,6 +117,38 @@ def test_spark_schema__scalars() -> None:
         "text": StringType(), "count": LongType(), "ratio": DoubleType(), "flag": BooleanType(),
         "at": TimestampType(), "day": DateType(), "uuid": StringType(),
     }
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+class Window(BaseModel):
+    opens: AwareDatetime
+    closes: Annotated[AwareDatetime, AfterValidator(_utc)] | None = None
+    local: NaiveDatetime | None = None
+    born: PastDate | None = None
+
+
+def test_spark_schema__pydantic_times() -> None:
+    """Pydantic's own time types (AwareDatetime, PastDate...), optional or annotated too, are timestamps and dates."""
+    columns = message_columns(Window)
+
+    assert [columns[name].dataType for name in ("opens", "closes", "local", "born")] == [
+        TimestampType(), TimestampType(), TimestampType(), DateType(),
+    ]
+    assert not any(columns[name].metadata for name in ("opens", "closes", "local", "born"))
+
+
+def test_row_maker__optional_times_read_as_times() -> None:
+    """An optional aware time stored as JSON text reads as a time, not as the text; a missing one as null."""
+    maker = RowMaker(Window, StructType([columns for columns in spark_schema(Window).fields if columns.name in (
+        "opens", "closes")]))
+
+    row = maker.row((1, {"opens": "2026-03-02T10:00:00Z", "closes": "2026-03-02T12:30:00+02:00"}))
+
+    assert row == (datetime(2026, 3, 2, 10, tzinfo=UTC), datetime(2026, 3, 2, 10, 30, tzinfo=UTC))
+    assert maker.row((2, {"opens": "2026-03-02T10:00:00Z"}))[1] is None
 
 
 def test_spark_schema__decimals() -> None:

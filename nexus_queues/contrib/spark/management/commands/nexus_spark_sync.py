@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import glob
+from functools import partial
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 from pyspark.errors import PySparkException
 
-from nexus_queues.contrib.spark.progress import reporting
+from nexus_queues.contrib.spark.progress import Progress, reporting, rows_staged
+from nexus_queues.contrib.spark.ready import check_migrated
 from nexus_queues.contrib.spark.source import session
+from nexus_queues.contrib.spark.spreading import spread
 from nexus_queues.contrib.spark.syncing import sync
 from nexus_queues.exceptions import NexusQueuesError
 from nexus_queues.management.arguments import at_least
+from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
 
 FORMATS = ("parquet", "csv", "json")
+QUIET_LOGGING = Path(__file__).resolve().parents[2] / "log4j2-quiet.properties"
+"""Spark's JVM logging errors only, unless the command runs with -v 2 or more."""
 
 
 def setting(text: str) -> tuple[str, str]:
@@ -52,26 +62,66 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             message_class = registry.get(options["queue"])
+            check_migrated(message_class)
         except NexusQueuesError as exc:
             raise CommandError(str(exc)) from exc
-        spark = session(options["master"], **dict(options["conf"]))
+        check_input(options["input"])
+        spark = session(options["master"], **spark_conf(options["conf"], options["verbosity"]))
+        if options["verbosity"] < 2:
+            spark.sparkContext.setLogLevel("ERROR")
         reader = spark.read.format(options["format"])
         if options["format"] == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
         extra = {k: options[k] for k in ("rejects", "max_rejects") if options[k] is not None}
-        self.stdout.write(f"Syncing {options['input']} into {message_class.queue_name()}...")
         try:
             df = reader.load(options["input"])
-            with reporting(spark.sparkContext, self._progress):
-                counts = sync(df, message_class, **extra)
+            cores, read_in = spark.sparkContext.defaultParallelism, df.rdd.getNumPartitions()
+            queue, partitions = message_class.queue_name(), _partitions(read_in, cores)
+            self.stdout.write(f"Syncing {options['input']} ({partitions}) into {queue}...")
+            with reporting(spark.sparkContext, self._progress, self._staged(message_class)):
+                counts = sync(spread(df, cores), message_class, **extra)
         except NexusQueuesError as exc:
             raise CommandError(str(exc)) from exc
         except PySparkException as exc:  # reading the input: a missing file, a bad format
-            raise CommandError(f"Nothing was stored: {exc}") from exc
+            raise CommandError(f"Nothing was stored: {_first_line(exc)}") from exc
         for name in ("new", "changed", "unchanged", "scheduled", "rejected", "superseded"):
             self.stdout.write(f"{name:>10}: {getattr(counts, name)}")
         if counts.rejected and options["rejects"]:
             self.stdout.write(f"Rejected rows are in {options['rejects']}.")
 
-    def _progress(self, done: int, total: int) -> None:
-        self.stdout.write(f"  {done}/{total} tasks done")
+    def _progress(self, progress: Progress) -> None:
+        self.stdout.write(f"  {progress.done}/{progress.tasks} tasks done, {progress.staged:,} rows staged")
+
+    def _staged(self, message_class: type[QueueMessage]) -> partial[int]:
+        since = timezone.now().replace(microsecond=0)
+        return partial(rows_staged, message_class.queue_options.database, message_class.queue_name(), since)
+
+
+def spark_conf(given: list[tuple[str, str]], verbosity: int) -> dict[str, str]:
+    """The Spark settings given, with the command's defaults: no console progress bar (the command prints its
+    own), and the JVM logging errors only below verbosity 2."""
+    conf = {"spark.ui.showConsoleProgress": "false", **dict(given)}
+    if verbosity < 2:
+        conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOGGING.as_uri()}")
+    return conf
+
+
+def check_input(path: str) -> None:
+    """Raise a one-line CommandError when ``path`` is on this machine's disks and nothing is there."""
+    scheme = urlparse(path).scheme
+    if scheme not in ("", "file"):
+        return  # another file system (s3a://, hdfs://...): Spark says what it finds
+    local = urlparse(path).path if scheme == "file" else path
+    if not glob.glob(local):
+        raise CommandError(f"No input at {path}: nothing was stored.")
+
+
+def _partitions(read_in: int, cores: int) -> str:
+    if read_in >= cores:
+        return f"{read_in} partitions"
+    return f"{read_in} partition{'s' if read_in > 1 else ''}, spread over {cores} in its order"
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of an error from the JVM, without its Java stack."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
