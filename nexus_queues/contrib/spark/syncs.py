@@ -3,9 +3,11 @@ them into the queue in one transaction or throw them away (driver)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -64,13 +66,31 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     stager = RowStager(message_class, staging.new_token(), context.partitionId() if context else 0, timezone.now())
     rows, clock = 0, _Stopwatch()
     for batch in clock.each("reading", batches):
-        staged = clock.timed("validating", stager.rows, batch)
-        clock.timed("writing", staging.stage, alias, table, staged)
+        with cycle_collector_held():
+            staged = clock.timed("validating", stager.rows, batch)
+            clock.timed("writing", staging.stage, alias, table, staged)
         rows += len(staged)
     logger.info(
         "Staged %s rows into %s in %.1f s (%s).", rows, table, clock.total, clock, extra={"action": "spark_staged"}
     )
     return Staged(stager.token, rows - stager.rejected, stager.rejected)
+
+
+@contextmanager
+def cycle_collector_held() -> Iterator[None]:
+    """Python's cycle collector off for the body, as it was after.
+
+    A batch's rows make hundreds of thousands of objects that hold no cycles (freed by their reference
+    counts), and the collector, triggered by their number, walked them and every object Django, Spark
+    and pyarrow had made, several times a batch: a quarter of the CPU time of staging.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Stopwatch:
