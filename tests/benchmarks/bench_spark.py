@@ -1,4 +1,4 @@
-"""Spark's ``nexus`` data source syncing 1,000,000 products on PostgreSQL, beside a raw COPY and Spark's JDBC writer.
+"""Spark's ``nexus`` data source syncing products on PostgreSQL: every target of issue 25 as a ratio, from one run.
 
 Make the two inputs with the demo's command, the second with 1% of the products changed::
 
@@ -13,22 +13,28 @@ then::
 
 Creates and afterwards drops the test database ``test_<name>``. One SparkSession (``local[2]``, UI off)
 reads each input once into a cached DataFrame of ``--partitions`` partitions, so that every writer
-below starts from the same rows in memory. Each figure is the median of ``--sync-rounds`` runs of
-each sync and ``--rounds`` runs of the others:
+below starts from the same rows in memory. The whole set runs ``--rounds`` times in turn (so a change in
+the machine's load falls on all of them), first with the demo's trigram search index on the queue
+table, then without it; each figure is the median of its rounds:
 
   first_sync    ``sync(df, ProductUpdated)`` into an empty queue
   unchanged     the same DataFrame again: no queue row may be written (checked by the rows' xmin)
-  changed_1pct  the changed input, then the input again, in turn: each run rewrites exactly 1% of the rows
+  changed_1pct  the changed input: it rewrites exactly 1% of the rows
   raw_copy      psycopg's COPY of the same rows (sku, the canonical JSON the sync stores) into a plain
-                table with a jsonb column: the limit
-  jdbc_N        ``df.write.jdbc`` of sku and ``to_json`` of the other columns into the same kind of table,
-                with the Debian PostgreSQL JDBC driver: batchsize 1000 (Spark's default), then 10000 with
-                ``reWriteBatchedInserts=true``
+                table with a jsonb column, the JSON made beforehand
+  jdbc_10000    ``df.write.jdbc`` of sku and ``to_json`` of the other columns into the same kind of table,
+                batchsize 10000 with ``reWriteBatchedInserts=true``, Debian's PostgreSQL JDBC driver
+  staging_2     a sync's work on the executors alone (validate, canonical JSON, COPY into a staging
+                table) on ``local[2]``; ``staging_1`` the same in a second process on ``local[1]``
+  merge         the merge of those staged rows into the empty queue (one transaction)
+  insert_select ``INSERT ... SELECT`` of the same staged rows into an empty copy of the queue table
+                with the same indexes: the merge's limit
 """
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -44,41 +50,45 @@ django.setup()
 
 import psycopg  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
+from nexus_queues import staging  # noqa: E402
 from nexus_queues.contrib.spark import SyncCounts, session, sync  # noqa: E402
+from nexus_queues.contrib.spark.executors import DjangoSetup  # noqa: E402
+from nexus_queues.contrib.spark.options import write_options  # noqa: E402
+from nexus_queues.contrib.spark.source import NexusDataSource  # noqa: E402
+from nexus_queues.contrib.spark.writing import SyncWriter  # noqa: E402
 from nexus_queues.serialization import canonical_json  # noqa: E402
 
 QUEUE = ProductUpdated.queue_model._meta.db_table
 PLAIN = "bench_plain_products"
+COPY_OF_QUEUE = "bench_queue_copy"
+JDBC_JAR = "/usr/share/java/postgresql.jar"
 T = TypeVar("T")
-RATIOS = (
-    ("first_sync", "raw_copy"),  # target: at least 0.4
-    ("first_sync", "jdbc_1000"),  # target: above 1, and for jdbc_10000
-    ("first_sync", "jdbc_10000"),
-    ("unchanged", "first_sync"),  # target: at least 1
-    ("changed_1pct", "first_sync"),
-    ("unchanged", "raw_copy"),
+TARGETS = (
+    ("first_sync / jdbc_10000", lambda r: r["first_sync"] / r["jdbc_10000"], ">=", 1.0),
+    ("first_sync / raw_copy", lambda r: r["first_sync"] / r["raw_copy"], ">=", 0.4),
+    ("unchanged / jdbc_10000", lambda r: r["unchanged"] / r["jdbc_10000"], ">=", 2.0),
+    ("changed_1pct / jdbc_10000", lambda r: r["changed_1pct"] / r["jdbc_10000"], ">=", 1.5),
+    ("staging local[2] / local[1]", lambda r: r["staging_2"] / r["staging_1"], ">=", 1.7),
+    ("merge time / insert_select time", lambda r: r["merge"] / r["insert_select"], "<=", 1.5),
 )
-"""Rates printed as ratios, the issue's targets beside them."""
+"""The issue's targets: the ratio of rates (the last one of times), the bound it must meet."""
 
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="Parquet products (nexus_demo_catalogue).")
-    parser.add_argument("--changed-input", required=True, help="The same products, 1%% changed (--change 1).")
-    parser.add_argument("--rounds", type=int, default=3, help="Runs of the COPY and each JDBC write (median).")
-    parser.add_argument("--sync-rounds", type=int, default=3, help="Runs of each kind of sync (median).")
+    parser.add_argument("--changed-input", help="The same products, 1%% changed (--change 1).")
+    parser.add_argument("--rounds", type=int, default=2, help="Runs of the whole set, in turn (median).")
     parser.add_argument("--partitions", type=int, default=4, help="Partitions of the cached DataFrames.")
-    parser.add_argument("--jdbc-jar", default="/usr/share/java/postgresql.jar", help="libpostgresql-jdbc-java's jar.")
-    parser.add_argument("--only", default="sync,copy,jdbc", help="Which groups to run (sync, copy, jdbc).")
-    parser.add_argument(
-        "--without-search-index", action="store_true", help="Drop the queue's trigram search index (an opt-in) first."
-    )
+    parser.add_argument("--jdbc-jar", default=JDBC_JAR, help="libpostgresql-jdbc-java's jar.")
+    parser.add_argument("--index", default="with,without", help="Runs with and/or without the trigram index.")
+    parser.add_argument("--staging-only", help=argparse.SUPPRESS)  # the local[1] process: its master
     return parser.parse_args()
 
 
@@ -104,38 +114,79 @@ def timed(run: Callable[..., T], *args: object, **kwargs: object) -> tuple[float
     return time.perf_counter() - started, result
 
 
-def report(name: str, seconds: list[float], rows: int, note: str = "") -> float:
-    median = statistics.median(seconds)
-    runs = ", ".join(f"{s:.1f}" for s in seconds)
-    print(f"{name:14s} {rows / median:10.0f} rows/s  median {median:6.1f} s  (runs: {runs} s){note}", flush=True)
-    return rows / median
+def load() -> str:
+    return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
 
 
-def syncs(df: DataFrame, changed: DataFrame, rounds: int, rows: int) -> dict[str, float]:
-    """First sync, unchanged re-sync and 1% change, each checked by what it wrote."""
-    rates, first, again, change = {}, [], [], []
-    for _ in range(rounds):
-        sql(f"TRUNCATE {QUEUE}")
-        xid = next_xid()
-        seconds, counts = timed(sync, df, ProductUpdated)
-        assert (counts.new, written_since(xid)) == (rows, rows), counts
-        first.append(seconds)
-    rates["first_sync"] = report("first_sync", first, rows)
-    for _ in range(rounds):
-        xid = next_xid()
-        seconds, counts = timed(sync, df, ProductUpdated)
-        assert counts == SyncCounts(0, 0, rows, 0, 0, 0), counts
-        assert written_since(xid) == 0, "the unchanged re-sync rewrote queue rows"
-        again.append(seconds)
-    rates["unchanged"] = report("unchanged", again, rows, "  0 queue rows written (xmin)")
+def syncs(df: DataFrame, changed: DataFrame, rows: int) -> dict[str, float]:
+    """First sync, unchanged re-sync and 1% change, each checked by what it wrote; their seconds."""
+    sql(f"TRUNCATE {QUEUE}")
+    xid = next_xid()
+    first, counts = timed(sync, df, ProductUpdated)
+    assert (counts.new, written_since(xid)) == (rows, rows), counts
+    xid = next_xid()
+    again, counts = timed(sync, df, ProductUpdated)
+    assert counts == SyncCounts(0, 0, rows, 0, 0, 0), counts
+    assert written_since(xid) == 0, "the unchanged re-sync rewrote queue rows"
     expected = round(rows / 100)
-    for turn in range(rounds):
-        xid = next_xid()
-        seconds, counts = timed(sync, changed if turn % 2 == 0 else df, ProductUpdated)
-        assert (counts.changed, counts.new, written_since(xid)) == (expected, 0, expected), counts
-        change.append(seconds)
-    rates["changed_1pct"] = report("changed_1pct", change, rows, f"  {expected} queue rows written (xmin)")
-    return rates
+    xid = next_xid()
+    change, counts = timed(sync, changed, ProductUpdated)
+    assert (counts.changed, counts.new, written_since(xid)) == (expected, 0, expected), counts
+    return {"first_sync": first, "unchanged": again, "changed_1pct": change}
+
+
+def stage_only(df: DataFrame, table: str) -> tuple[float, list[int]]:
+    """What a sync does on the executors (its writer's tasks, no commit) into ``table``: seconds, tokens."""
+    staging.drop("default", table)
+    staging.create("default", table)
+    # A data source whose writer stages as the nexus one does, and whose commit leaves the rows staged.
+    writer_class = type("StageOnlyWriter", (SyncWriter,), {"commit": lambda self, messages: None})
+
+    def writer(self: NexusDataSource, schema: object, overwrite: bool) -> SyncWriter:
+        return writer_class(write_options(self.options), self.django, table, 0)
+
+    name = classmethod(lambda cls: "nexus_stage_only")
+    attributes = {"django": DjangoSetup.of_this_process(), "name": name, "writer": writer}
+    df.sparkSession.dataSource.register(type("StageOnlySource", (NexusDataSource,), attributes))
+    save = df.write.format("nexus_stage_only").mode("append").option("queue", ProductUpdated.queue_name()).save
+    seconds, _ = timed(save)
+    return seconds, [int(token) for (token,) in sql(f"SELECT DISTINCT token FROM {table}")]
+
+
+def merge_and_insert(table: str, tokens: list[int]) -> dict[str, float]:
+    """The merge of the staged rows into the empty queue, and INSERT ... SELECT of them into an empty copy."""
+    sql(f"TRUNCATE {QUEUE}")
+    sql(f"VACUUM ANALYZE {table}")
+    with transaction.atomic():
+        merge, counts = timed(staging.merge, ProductUpdated, table, tokens, notify=False)
+    sql(f"DROP TABLE IF EXISTS {COPY_OF_QUEUE}")
+    sql(f"CREATE TABLE {COPY_OF_QUEUE} (LIKE {QUEUE} INCLUDING ALL)")
+    columns = "message_id, message, message_hash, headers, status, process_at, expires_at, created_at, updated_at"
+    insert = (
+        f"INSERT INTO {COPY_OF_QUEUE} ({columns}) SELECT message_id, message::jsonb, message_hash, headers::jsonb, "
+        f"COALESCE(status, 'Pending'), process_at, expires_at, now(), now() FROM {table} "
+        "WHERE token = ANY(%s) AND reject IS NULL"
+    )
+    with transaction.atomic():
+        insert_select, _ = timed(sql, insert, (tokens,))
+    sql(f"DROP TABLE {COPY_OF_QUEUE}")
+    assert counts.new == int(sql(f"SELECT count(*) FROM {QUEUE}")[0][0])
+    return {"merge": merge, "insert_select": insert_select}
+
+
+def staging_on_one_core(args: argparse.Namespace) -> float:
+    """Seconds :func:`stage_only` takes in a second process on ``local[1]`` (this test database, kept)."""
+    params = connection.settings_dict
+    url = f"postgres://{params['USER']}@{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}/{params['NAME']}"
+    command = [sys.executable, __file__, "--input", args.input, "--partitions", str(args.partitions)]
+    done = subprocess.run(
+        [*command, "--staging-only", "local[1]"],
+        env={**os.environ, "DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def canonical_rows(path: str) -> list[tuple[str, str]]:
@@ -148,31 +199,33 @@ def canonical_rows(path: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def raw_copy(dsn: str, path: str, rounds: int) -> float:
-    """psycopg's COPY of (sku, canonical JSON) into a plain table, the JSON made beforehand."""
-    pairs = canonical_rows(path)
-    seconds = []
+def raw_copy(dsn: str, pairs: list[tuple[str, str]]) -> float:
+    """psycopg's COPY of (sku, canonical JSON) into a plain table: its seconds."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for _ in range(rounds):
-            conn.execute(f"TRUNCATE {PLAIN}")
-            started = time.perf_counter()
-            with conn.transaction(), conn.cursor() as cursor, cursor.copy(f"COPY {PLAIN} FROM STDIN") as copy:
-                for pair in pairs:
-                    copy.write_row(pair)
-            seconds.append(time.perf_counter() - started)
-    return report("raw_copy", seconds, len(pairs))
+        conn.execute(f"TRUNCATE {PLAIN}")
+        started = time.perf_counter()
+        with conn.transaction(), conn.cursor() as cursor, cursor.copy(f"COPY {PLAIN} FROM STDIN") as copy:
+            for pair in pairs:
+                copy.write_row(pair)
+        return time.perf_counter() - started
 
 
-def jdbc(df: DataFrame, url: str, rounds: int, rows: int, batch: int) -> float:
-    """``df.write.jdbc`` of sku and the other columns as JSON into a plain table."""
+def jdbc(df: DataFrame, url: str, rows: int) -> float:
+    """``df.write.jdbc`` of sku and the other columns as JSON into a plain table: its seconds."""
     flat = df.select("sku", F.to_json(F.struct(*[c for c in df.columns if c != "sku"])).alias("message"))
-    properties = {"driver": "org.postgresql.Driver", "batchsize": str(batch)}
-    seconds = []
-    for _ in range(rounds):
-        sql(f"TRUNCATE {PLAIN}")
-        seconds.append(timed(flat.write.jdbc, url, PLAIN, mode="append", properties=properties)[0])
-        assert sql(f"SELECT count(*) FROM {PLAIN}")[0][0] == rows
-    return report(f"jdbc_{batch}", seconds, rows)
+    properties = {"driver": "org.postgresql.Driver", "batchsize": "10000"}
+    sql(f"TRUNCATE {PLAIN}")
+    seconds = timed(flat.write.jdbc, url + "&reWriteBatchedInserts=true", PLAIN, mode="append", properties=properties)
+    assert sql(f"SELECT count(*) FROM {PLAIN}")[0][0] == rows
+    return seconds[0]
+
+
+def spark_session(master: str, jar: str) -> SparkSession:
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"}
+    conf |= {"spark.sql.session.timeZone": "UTC"} | ({"spark.jars": jar} if jar else {})
+    spark = session(master, **conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def cached(spark: SparkSession, path: str, partitions: int) -> DataFrame:
@@ -181,48 +234,76 @@ def cached(spark: SparkSession, path: str, partitions: int) -> DataFrame:
     return df
 
 
+def one_round(args: argparse.Namespace, frames: tuple[DataFrame, DataFrame], rows: int, urls: tuple[str, str],
+              pairs: list[tuple[str, str]]) -> dict[str, float]:  # fmt: skip
+    """Every measure once, as seconds."""
+    df, changed = frames
+    seconds = syncs(df, changed, rows)
+    seconds["raw_copy"] = raw_copy(urls[0], pairs)
+    seconds["jdbc_10000"] = jdbc(df, urls[1], rows)
+    seconds["staging_2"], tokens = stage_only(df, "bench_staged")
+    seconds |= merge_and_insert("bench_staged", tokens)
+    staging.drop("default", "bench_staged")
+    seconds["staging_1"] = staging_on_one_core(args)
+    print("  round: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()) + f"; {load()}", flush=True)
+    return seconds
+
+
+def summary(title: str, runs: list[dict[str, float]], rows: int) -> None:
+    medians = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+    rates = {name: rows / s for name, s in medians.items()}
+    rates["merge"], rates["insert_select"] = medians["merge"], medians["insert_select"]  # times, not rates
+    print(f"\n{title} ({len(runs)} rounds, medians; {load()})")
+    for name, median in medians.items():
+        print(f"  {name:14s} {rows / median:10.0f} rows/s  {median:7.1f} s")
+    for label, ratio, bound, target in TARGETS:
+        value = ratio(rates)
+        met = value >= target if bound == ">=" else value <= target
+        print(f"  {label:32s} {value:5.2f}  target {bound} {target}  {'met' if met else 'NOT met'}")
+
+
 def main(args: argparse.Namespace) -> None:
+    if not Path(args.jdbc_jar).exists():
+        sys.exit(f"Spark's JDBC driver is missing ({args.jdbc_jar}): apt-get install -y libpostgresql-jdbc-java")
     params = connection.settings_dict
     host, port, name = params["HOST"] or "127.0.0.1", params["PORT"] or 5432, params["NAME"]
     dsn = f"host={host} port={port} user={params['USER']} dbname={name}"
     jdbc_url = f"jdbc:postgresql://{host}:{port}/{name}?user={params['USER']}&stringtype=unspecified"
     sql(f"CREATE TABLE {PLAIN} (sku text, message jsonb)")
-    if args.without_search_index:
-        found = sql("SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s", (QUEUE, "%gin_trgm%"))
-        for (index,) in found:
-            sql(f'DROP INDEX "{index}"')
-    spark = session(
-        "local[2]",
-        **{
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.jars": args.jdbc_jar,
-            "spark.driver.memory": "2g",
-            "spark.sql.session.timeZone": "UTC",
-        },
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    df = cached(spark, args.input, args.partitions)
-    rows = df.count()
-    only = args.only.split(",")
-    print(f"{rows} products, {args.partitions} partitions, local[2]; load average {os.getloadavg()[0]:.1f}")
-    rates = {}
-    if "sync" in only:
-        rates |= syncs(df, cached(spark, args.changed_input, args.partitions), args.sync_rounds, rows)
-    if "copy" in only:
-        rates["raw_copy"] = raw_copy(dsn, args.input, args.rounds)
-    if "jdbc" in only:
-        rates["jdbc_1000"] = jdbc(df, jdbc_url, args.rounds, rows, 1000)
-        rates["jdbc_10000"] = jdbc(df, jdbc_url + "&reWriteBatchedInserts=true", args.rounds, rows, 10000)
+    print(f"JDBC driver: {args.jdbc_jar}; {load()}", flush=True)
+    pairs = canonical_rows(args.input)
+    spark = spark_session("local[2]", args.jdbc_jar)
+    frames = cached(spark, args.input, args.partitions), cached(spark, args.changed_input, args.partitions)
+    rows = frames[0].count()
+    print(f"{rows} products, {args.partitions} partitions, local[2]", flush=True)
+    for mode in args.index.split(","):
+        if mode == "without":
+            found = sql("SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+                        (QUEUE, "%gin_trgm%"))  # fmt: skip
+            for (index,) in found:
+                sql(f'DROP INDEX "{index}"')
+        print(f"\n{mode} the trigram search index:", flush=True)
+        runs = [one_round(args, frames, rows, (dsn, jdbc_url), pairs) for _ in range(args.rounds)]
+        summary(f"{rows} products, {mode} the trigram index", runs, rows)
     spark.stop()
-    print(f"load average {os.getloadavg()[0]:.1f} (the machine is shared)")
-    for faster, slower in RATIOS:
-        if faster in rates and slower in rates:
-            print(f"{faster} / {slower}: {rates[faster] / rates[slower]:.2f}")
+
+
+def staging_only(args: argparse.Namespace) -> None:
+    """The ``local[1]`` process: print the seconds :func:`stage_only` takes (on the test database it is given)."""
+    spark = spark_session(args.staging_only, "")
+    df = cached(spark, args.input, args.partitions)
+    stage_only(df.limit(1000), "bench_staged_one_core")  # Spark's Python workers start, as they had in local[2]
+    seconds, _ = stage_only(df, "bench_staged_one_core")
+    staging.drop("default", "bench_staged_one_core")
+    spark.stop()
+    print(seconds)
 
 
 if __name__ == "__main__":
     options = arguments()
+    if options.staging_only:
+        staging_only(options)
+        sys.exit()
     setup_test_environment()
     config = setup_databases(verbosity=0, interactive=False)
     try:

@@ -3,10 +3,13 @@ them into the queue in one transaction or throw them away (driver)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from django.db import transaction
@@ -28,6 +31,7 @@ from .writing import Staged
 logger = logging.getLogger("nexus_queues.spark")
 QUERY_ID = "sql.streaming.queryId"
 """The local property Spark gives a streaming query's tasks: the query's id, kept in its checkpoint."""
+T = TypeVar("T")
 
 
 class TooManyRejects(NexusQueuesError):
@@ -63,15 +67,65 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     message_class, alias = _queue(options)
     context = TaskContext.get()
     stager = RowStager(message_class, staging.new_token(), context.partitionId() if context else 0, timezone.now())
-    rows, started = 0, time.perf_counter()
-    for batch in batches:
-        staged = stager.rows(batch)
-        staging.stage(alias, table, staged)
+    rows, clock = 0, _Stopwatch()
+    for batch in clock.each("reading", batches):
+        with cycle_collector_held():
+            staged = clock.timed("validating", stager.rows, batch)
+            clock.timed("writing", staging.stage, alias, table, staged)
         rows += len(staged)
-    seconds = time.perf_counter() - started
-    logger.info("Staged %s rows into %s in %.1f s.", rows, table, seconds, extra={"action": "spark_staged"})
+    logger.info(
+        "Staged %s rows into %s in %.1f s (%s).", rows, table, clock.total, clock, extra={"action": "spark_staged"}
+    )
     query = (context.getLocalProperty(QUERY_ID) if context else None) or ""
     return Staged(stager.token, rows - stager.rejected, stager.rejected, query)
+
+
+@contextmanager
+def cycle_collector_held() -> Iterator[None]:
+    """Python's cycle collector off for the body, as it was after.
+
+    A batch's rows make hundreds of thousands of objects that hold no cycles (freed by their reference
+    counts), and the collector, triggered by their number, walked them and every object Django, Spark
+    and pyarrow had made, several times a batch: a quarter of the CPU time of staging.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Stopwatch:
+    """Where a task's time went: seconds per step, told as "reading 0.4 s, validating 2.1 s, writing 0.3 s"."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self.started
+
+    def timed(self, step: str, run: Callable[..., T], *args: Any) -> T:
+        started = time.perf_counter()
+        try:
+            return run(*args)
+        finally:
+            self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - started
+
+    def each(self, step: str, items: Iterator[T]) -> Iterator[T]:
+        """``items``, the time spent waiting for each counted under ``step``."""
+        while True:
+            try:
+                item = self.timed(step, next, items)
+            except StopIteration:
+                return
+            yield item
+
+    def __str__(self) -> str:
+        return ", ".join(f"{step} {seconds:.1f} s" for step, seconds in self.seconds.items())
 
 
 def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Staged]) -> None:
