@@ -21,6 +21,6 @@ def rehash_queues(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
     atomic = False  # a batch at a time: a large queue is not rewritten in one transaction
 
-    dependencies = [("nexus_queues", "0007_worker_processes_plural")]
+    dependencies = [("nexus_queues", "0008_api_token")]
 
     operations = [migrations.RunPython(rehash_queues, migrations.RunPython.noop, elidable=True)]
