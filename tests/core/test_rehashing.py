@@ -79,7 +79,7 @@ def test_nexus_rehash__reports_per_queue() -> None:
 def test_migration__rehashes_the_queues_of_the_database_it_migrates() -> None:
     """Migration 0008 rehashes every registered queue whose table is on the database being migrated."""
     pk = stored_as_before("A", "24.90")
-    migration = importlib.import_module("nexus_queues.migrations.0008_rehash_decimals")
+    migration = importlib.import_module("nexus_queues.migrations.0009_rehash_decimals")
 
     with connection.schema_editor() as schema_editor:
         migration.rehash_queues(None, schema_editor)
