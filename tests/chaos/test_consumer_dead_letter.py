@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pika
@@ -30,7 +31,7 @@ class Counting(Consumer):
     """The real consumer, keeping every delivery it handled."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(poll=0.1, **options)
+        super().__init__(poll=0.1, max_backoff=timedelta(seconds=0.5), **options)
         self.handled: list[Delivery] = []
 
     def handle(self, deliveries: Sequence[Delivery]) -> EnqueueResult:
