@@ -7,10 +7,12 @@ import json
 import logging
 import subprocess
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pika
 import pytest
+from django.db import connection
 
 from nexus_queues.contrib.rabbitmq.bodies import Delivery
 from nexus_queues.contrib.rabbitmq.consuming import Consumer
@@ -30,7 +32,7 @@ class Counting(Consumer):
     """The real consumer, keeping every delivery it handled."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(poll=0.1, **options)
+        super().__init__(poll=0.1, max_backoff=timedelta(seconds=0.5), **options)
         self.handled: list[Delivery] = []
 
     def handle(self, deliveries: Sequence[Delivery]) -> EnqueueResult:
@@ -153,6 +155,37 @@ def test_consumer__a_deleted_invalid_queue_stores_each_body_once(broker, source,
         consumer.disconnect()
     assert counts(broker, source) == 0
     assert message_class.queue_model.objects.count() == VALID
+
+
+def test_consumer__a_failed_commit_gives_back_its_batch_but_not_the_held_body(broker, source):  # noqa: F811
+    """A body held, then a batch whose commit fails: the batch goes back to the broker and is stored once the
+    table is back; the held body stays held (not given back and delivered again), and is dead-lettered once the
+    cap is lifted. The connection never breaks."""
+    refuse_publishes(broker, source)
+    publish(broker, source, [b"not json"])
+    consumer = Counting(source=source, message_class=Arrival)
+    table = Arrival.queue_model._meta.db_table
+    try:
+        wait_until(lambda: consumer.step() is not None and len(consumer.held.bodies) == 1, "the body held")
+        with connection.schema_editor() as editor:
+            editor.alter_db_table(Arrival.queue_model, table, f"{table}_away")
+        try:
+            publish(broker, source, bodies(Arrival)[: VALID // 2])
+            wait_until(lambda: consumer.step() > 0, "the commit to fail")
+        finally:
+            with connection.schema_editor() as editor:
+                editor.alter_db_table(Arrival.queue_model, f"{table}_away", table)
+        wait_until(lambda: consumer.step() is not None and Arrival.queue_model.objects.count() == VALID // 2,
+                   "the batch stored once the table is back")
+        assert len(consumer.held.bodies) == 1
+        _rabbitmqctl("clear_policy", _policy_name(source))
+        wait_until(lambda: consumer.step() is not None and counts(broker, f"{source}.invalid") == 1,
+                   "the held body dead-lettered")
+        assert consumer.broker.failures == 0
+        assert [delivery.body for delivery in consumer.handled].count(b"not json") == 1
+    finally:
+        consumer.disconnect()
+    assert counts(broker, source) == 0
 
 
 def _policy_name(source: str) -> str:
