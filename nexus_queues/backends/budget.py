@@ -26,7 +26,7 @@ ROW_BYTES = 256
 
 def value_bytes(value: Any) -> int:
     """Bytes ``value`` takes written into a statement by the MySQL driver (at most: escapes counted)."""
-    if not isinstance(value, str):
+    if value.__class__ is not str:
         return len(value) * 2 + VALUE_BYTES if isinstance(value, bytes) else OTHER_BYTES
     size = len(value) if value.isascii() else len(value.encode())
     return size + sum(value.count(c) for c in ESCAPED) + VALUE_BYTES
@@ -35,6 +35,18 @@ def value_bytes(value: Any) -> int:
 def row_bytes(row: Sequence[Any]) -> int:
     """Bytes ``row`` takes in a statement: its values' and its SQL's."""
     return sum(value_bytes(value) for value in row) + ROW_BYTES
+
+
+def most_bytes(row: Sequence[Any]) -> int:
+    """At least :func:`row_bytes`, counted from lengths alone: each ASCII character taken as escaped, each other
+    as four bytes of UTF-8. Cheap, so that only a row near the limit is counted exactly."""
+    size = ROW_BYTES
+    for value in row:
+        if value.__class__ is str:
+            size += len(value) * (2 if value.isascii() else 4) + VALUE_BYTES
+        else:
+            size += OTHER_BYTES if value.__class__ is not bytes else len(value) * 2 + VALUE_BYTES
+    return size
 
 
 @dataclass(frozen=True)
@@ -56,8 +68,7 @@ class Budget:
         if self.row_bytes is None:
             return
         for index, row in enumerate(rows):
-            size = row_bytes(row)
-            if size > self.row_bytes:
+            if most_bytes(row) > self.row_bytes and (size := row_bytes(row)) > self.row_bytes:
                 raise MessageTooLarge(size, self.row_bytes, self.limit, index if len(rows) > 1 else None)
 
     def fits(self, size: int) -> bool:
@@ -78,9 +89,11 @@ class Budget:
             return
         start, total = 0, 0
         for index, row in enumerate(rows):
-            size = row_bytes(row)
-            if self.row_bytes is not None and size > self.row_bytes:
-                raise MessageTooLarge(size, self.row_bytes, self.limit, index)
+            size = most_bytes(row)
+            if size > self.statement_bytes:  # alone in its statement, where its exact size must fit
+                size = row_bytes(row)
+                if self.row_bytes is not None and size > self.row_bytes:
+                    raise MessageTooLarge(size, self.row_bytes, self.limit, index)
             if index > start and (index - start == most or total + size > self.statement_bytes):
                 yield rows[start:index]
                 start, total = index, 0

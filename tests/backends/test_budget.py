@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, transaction
 
 from nexus_queues.backends import backend_for
-from nexus_queues.backends.budget import ROW_BYTES, UNLIMITED, Budget, row_bytes, value_bytes
+from nexus_queues.backends.budget import ROW_BYTES, UNLIMITED, Budget, most_bytes, row_bytes, value_bytes
 from nexus_queues.enqueueing import enqueue, enqueue_many
 from nexus_queues.exceptions import MessageTooLarge
 from tests.testapp.queues import Greeting, Product
@@ -26,10 +26,23 @@ def test_value_bytes__counts_utf8_bytes_and_the_drivers_escapes():
 def test_batches__cut_by_bytes_in_order():
     """Consecutive slices, each within the statement's bytes, none longer than ``most``."""
     rows = [("x" * 100,)] * 10
-    size = row_bytes(rows[0])
+    size = most_bytes(rows[0])
     budget = Budget(row_bytes=3 * size, statement_bytes=3 * size)
     assert [len(batch) for batch in budget.batches(rows, 1000)] == [3, 3, 3, 1]
     assert [len(batch) for batch in budget.batches(rows, 2)] == [2, 2, 2, 2, 2]
+
+
+def test_most_bytes__bounds_the_exact_count():
+    """The count from lengths alone is never below the exact one, whatever the characters."""
+    for text in ("plain", '"' * 50, "\\n\x00", "é" * 30, "\U0001f600" * 10, ""):
+        assert most_bytes((text, None, 7)) >= row_bytes((text, None, 7))
+
+
+def test_batches__a_row_near_the_limit_is_counted_exactly():
+    """A row whose length bound exceeds a statement, but whose exact size fits, is written alone."""
+    rows = [("a",), ("x" * 1000,), ("b",)]
+    budget = Budget(row_bytes=row_bytes(rows[1]), statement_bytes=row_bytes(rows[1]))
+    assert [len(batch) for batch in budget.batches(rows, 10)] == [1, 1, 1]
 
 
 def test_batches__cut_by_bound_parameters():
