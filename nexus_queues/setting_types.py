@@ -15,7 +15,7 @@ CHECK_ID = "nexus_queues.E010"
 """The system check id of a setting of the wrong type or out of range, unless its declaration names another."""
 
 CENTURY = timedelta(days=36525)
-"""The longest time a setting takes: later, adding it to now leaves the years a datetime holds."""
+"""The longest time a setting takes: a longer one, added to now, could leave the years a datetime holds."""
 
 
 @dataclass(frozen=True)
