@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .rows import POSITION_BITS
+
 SCHEMA = pa.schema(
     [
         ("position", pa.int64()),
+        ("partition", pa.int32()),
         ("row", pa.string()),
         ("errors", pa.list_(pa.struct([("field", pa.string()), ("reason", pa.string())]))),
     ]
 )
-"""Per reject: its position in the sync, the row as JSON, and the reason per field."""
+"""Per reject: its row's number in the DataFrame (0-based, in Spark's order of partitions and of rows in each),
+the Spark partition it was in, the row as JSON, and the reason per field."""
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def numbered(rejects: Iterable[str], offsets: Mapping[int, int]) -> Iterator[str]:
+    """``rejects`` (as a row's stager made them) with their position made the row's number in the DataFrame.
+
+    ``offsets`` holds, per partition, how many rows the partitions before it had.
+    """
+    for reject in rejects:
+        found = json.loads(reject)
+        partition, index = divmod(found.pop("position"), 1 << POSITION_BITS)
+        yield json.dumps({"position": offsets.get(partition, 0) + index, "partition": partition, **found})
 
 
 def write_rejects(path: str, rejects: Iterable[str]) -> int:

@@ -23,7 +23,7 @@ from ...messages import QueueMessage
 from ...registry import registry
 from .models import Sync
 from .options import WriteOptions
-from .rejects import write_rejects
+from .rejects import numbered, write_rejects
 from .rows import RowStager
 from .syncing import SyncCounts
 from .writing import Staged
@@ -66,7 +66,8 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     """Stage a partition's rows under a new token, one transaction per Arrow batch."""
     message_class, alias = _queue(options)
     context = TaskContext.get()
-    stager = RowStager(message_class, staging.new_token(), context.partitionId() if context else 0, timezone.now())
+    partition = context.partitionId() if context else 0
+    stager = RowStager(message_class, staging.new_token(), partition, timezone.now())
     rows, clock = 0, _Stopwatch()
     for batch in clock.each("reading", batches):
         with cycle_collector_held():
@@ -77,7 +78,7 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
         "Staged %s rows into %s in %.1f s (%s).", rows, table, clock.total, clock, extra={"action": "spark_staged"}
     )
     query = (context.getLocalProperty(QUERY_ID) if context else None) or ""
-    return Staged(stager.token, rows - stager.rejected, stager.rejected, query)
+    return Staged(stager.token, rows - stager.rejected, stager.rejected, query, partition)
 
 
 @contextmanager
@@ -187,14 +188,15 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
     message_class, alias = _queue(options)
     tokens = [s.token for s in staged]
     record.rejected = sum(s.rejects for s in staged)
+    offsets = _row_offsets(staged)
     if record.rejected and options.rejects:
-        write_rejects(options.rejects, staging.rejects(alias, table, tokens))
+        write_rejects(options.rejects, numbered(staging.rejects(alias, table, tokens), offsets))
     allowed = options.rejects_allowed
     if allowed is not None and record.rejected > allowed:
         if options.rejects:
             where = f"; they are in {options.rejects}"
         else:
-            where = "; the first: " + "; ".join(islice(staging.rejects(alias, table, tokens), 3))
+            where = "; the first: " + "; ".join(islice(numbered(staging.rejects(alias, table, tokens), offsets), 3))
         raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
     started = time.perf_counter()
     with transaction.atomic(using=alias):
@@ -217,6 +219,15 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         time.perf_counter() - started,
         extra={"action": "spark_sync_stored"},
     )
+
+
+def _row_offsets(staged: Sequence[Staged]) -> dict[int, int]:
+    """Per partition, how many rows the partitions before it had: a row's number in the DataFrame is its index
+    in its partition plus its partition's offset."""
+    offsets, total = {}, 0
+    for task in sorted(staged, key=lambda s: s.partition):
+        offsets[task.partition], total = total, total + task.messages + task.rejects
+    return offsets
 
 
 def _fail(record: Sync, alias: str, error: str) -> None:

@@ -26,6 +26,8 @@ class Staged(WriterCommitMessage):
     rejects: int
     query: str = ""
     """Spark's id of the streaming query (the same for every run from one checkpoint); blank for a batch write."""
+    partition: int = 0
+    """The Spark partition the task wrote."""
 
 
 def _staged(messages: list[WriterCommitMessage | None]) -> list[Staged]:

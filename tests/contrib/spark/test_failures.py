@@ -141,3 +141,34 @@ def test_retried_task__its_first_attempt_is_left_out(spark: SparkSession) -> Non
 
     assert (counts.new, counts.superseded) == (1000, 0)
     assert Inventory.queue_items().count() == 1000
+
+
+def test_rejects__position_is_the_rows_number_in_the_dataframe(spark: SparkSession, tmp_path: Path) -> None:
+    """A reject's position is its row's number (0-based) in the DataFrame's order, as df.rdd.zipWithIndex()
+    numbers it, beside the Spark partition it was in: row 1 of a 3-row DataFrame in 3 partitions reads 1."""
+    path = tmp_path / "rejects.jsonl"
+    rows = [("SKU-0", 1), ("SKU-1", None), ("SKU-2", 3), ("SKU-3", None), ("SKU-4", 5)]
+    df = spark.createDataFrame(rows, "sku string, quantity int").repartition(3).cache()
+
+    sync(df, Inventory, rejects=str(path))
+
+    numbered = {row["sku"]: index for row, index in df.rdd.zipWithIndex().collect()}
+    partitions = {
+        r["sku"]: r["partition"] for r in df.select("sku", F.spark_partition_id().alias("partition")).collect()
+    }
+    found = sorted(
+        (r["row"]["sku"], r["position"], r["partition"]) for r in map(json.loads, path.read_text().splitlines())
+    )
+    assert found == [(sku, numbered[sku], partitions[sku]) for sku in ("SKU-1", "SKU-3")]
+
+
+def test_rejects__position_in_the_parquet_file_and_the_error(spark: SparkSession, tmp_path: Path) -> None:
+    """The Parquet rejects file and the error of a failed sync give the same positions."""
+    path = tmp_path / "rejects.parquet"
+    df = spark.createDataFrame([("SKU-0", 1), ("SKU-1", None), ("SKU-2", 3)], "sku string, quantity int").coalesce(1)
+
+    sync(df, Inventory, rejects=str(path))
+    with pytest.raises(SyncFailed, match=r'"position": 1, "partition": 0'):
+        sync(df, Inventory)
+
+    assert [(r["position"], r["partition"]) for r in pq.read_table(path).to_pylist()] == [(1, 0)]

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connections
 from pyspark.sql import SparkSession
 
 from nexus_queues import Status, enqueue, signals
@@ -141,8 +142,14 @@ def test_sync__from_another_thread_of_the_driver(frame: Any) -> None:
     """sync() works from a thread that never made the session active, as a thread pool's are."""
     df = frame(products(5), PRODUCT)
 
+    def in_thread() -> SyncCounts:
+        try:
+            return sync(df, Product)
+        finally:
+            connections.close_all()  # the thread's own connections, as a project's pool would close them
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        counts = pool.submit(sync, df, Product).result()
+        counts = pool.submit(in_thread).result()
 
     assert counts.new == 5
 
