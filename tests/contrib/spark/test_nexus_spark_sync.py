@@ -210,7 +210,7 @@ def unmigrated_env(tmp_path: Path) -> Iterator[dict[str, str]]:
             cursor.execute(f"DROP DATABASE {name}")
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # PostgreSQL makes no database inside a transaction
 def test_nexus_spark_sync__unmigrated_database(unmigrated_env: dict[str, str], tmp_path: Path) -> None:
     """An unmigrated database is one clear line naming the missing tables and the fix, before Spark starts."""
     path = write_inventory(tmp_path / "in.parquet", [1])
