@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -10,7 +11,17 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, Claim, EnqueueRow, by_message_id, chunks, marks
+from .base import (
+    REPLACED_COLUMNS,
+    RESET_ON_REPLACE,
+    Backend,
+    Claim,
+    EnqueueRow,
+    by_message_id,
+    chunks,
+    lock_key,
+    marks,
+)
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -23,13 +34,24 @@ REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _NEW), _HASH])
 REPLACE_CHANGED = ", ".join(
     [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _NEW), _HASH]
 )
+# The same for INSERT ... SELECT from a derived table with the queue's column names: qualified ({queue}).
+REPLACE_CHANGED_IN = ", ".join(
+    [*(f"{c} = IF({{queue}}.message_hash = VALUES(message_hash), {{queue}}.{c}, {v})" for c, v in _NEW), _HASH]
+)
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+TURN_WAIT = 365 * 24 * 3600
+"""Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
+ROW_LOCK_WAIT = 1073741824
+"""innodb_lock_wait_timeout during a merge, its maximum: a merge waits for a row as long as its holder keeps it."""
 
 
 class MySQLBackend(Backend):
     """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
 
     claim_lock = "FOR UPDATE SKIP LOCKED"
+    # The merge's row-lock waits happen here, before its INSERT ... SELECT: that statement holds the
+    # table's AUTO-INC lock (innodb_autoinc_lock_mode 1) while it waits, blocking every insert into the queue.
+    staged_counts_lock = " FOR UPDATE"
 
     def insert_many(
         self,
@@ -123,8 +145,38 @@ class MySQLBackend(Backend):
         values, params = self._values(model, rows)
         cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
-    def _staged_upsert(self, queue: str) -> str:
-        return f"ON DUPLICATE KEY UPDATE {REPLACE}"
+    def _staged_upsert(self, queue: str, *, idempotent: bool) -> str:
+        return f"ON DUPLICATE KEY UPDATE {REPLACE_CHANGED_IN.format(queue=queue) if idempotent else REPLACE}"
+
+    @contextmanager
+    def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:
+        # GET_LOCK belongs to the connection, not the transaction: released once the transaction ends.
+        name = f"nexus_queues.merge.{self.connection.settings_dict['NAME']}.{lock_key(table)}"[-64:]
+        with self.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, 0)", [name])
+            if cursor.fetchone()[0] != 1:
+                on_wait()
+                cursor.execute("SELECT GET_LOCK(%s, %s)", [name, TURN_WAIT])
+                if cursor.fetchone()[0] != 1:
+                    raise DatabaseError(f"Waited {TURN_WAIT} s for the merge before this one into {table}.")
+        try:
+            with transaction.atomic(using=self.alias):
+                yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+    @contextmanager
+    def patient_row_locks(self) -> Iterator[None]:
+        with self.cursor() as cursor:
+            cursor.execute("SELECT @@SESSION.innodb_lock_wait_timeout")
+            before = cursor.fetchone()[0]
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [ROW_LOCK_WAIT])
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:
+                cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [before])
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
         manager = claim.model.objects.using(self.alias)

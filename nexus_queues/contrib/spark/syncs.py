@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 
 import pyarrow as pa
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 from pyspark import TaskContext
@@ -125,7 +124,7 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
             where = "; the first: " + "; ".join(islice(staging.rejects(alias, table, tokens), 3))
         raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
     started = time.perf_counter()
-    with transaction.atomic(using=alias):
+    with staging.turn(message_class, lambda: _waiting(record)):
         counts = staging.merge(message_class, table, tokens, notify=True)
         record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
         record.scheduled, record.superseded = counts.scheduled, counts.superseded
@@ -142,6 +141,16 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         record.rejected,
         time.perf_counter() - started,
         extra={"action": "spark_sync_stored"},
+    )
+
+
+def _waiting(record: Sync) -> None:
+    which = f"Sync #{record.pk}" if record.pk else f"Stream {record.stream} batch {record.batch_id}"
+    logger.warning(
+        "%s into %s waits for another sync of the queue to finish merging.",
+        which,
+        record.queue,
+        extra={"action": "spark_sync_waiting"},
     )
 
 
