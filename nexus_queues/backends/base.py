@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -495,6 +495,18 @@ class Backend:
         """A transaction in which the merges into queue table ``table`` take turns; ``on_wait()`` is called
         before waiting for another one to finish. Here the write lock, taken first, is the turn (SQLite)."""
         return self.write_transaction()
+
+    # --- locks a live process holds ---------------------------------------------------
+
+    def hold(self, name: str) -> AbstractContextManager[None]:
+        """Hold lock ``name`` (taken at once; no one else uses it) until the block ends or this process dies.
+
+        Where the engine has none, nothing: :meth:`held` then says every lock is held."""
+        return nullcontext()
+
+    def held(self, names: Collection[str]) -> set[str]:
+        """Those of locks ``names`` that a live process holds (a dead one's connection released its own)."""
+        return set(names)
 
     def patient_row_locks(self) -> AbstractContextManager[None]:
         """Statements run within wait for row locks as long as their holders keep them (nothing by default)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -151,7 +151,7 @@ class MySQLBackend(Backend):
     @contextmanager
     def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:
         # GET_LOCK belongs to the connection, not the transaction: released once the transaction ends.
-        name = f"nexus_queues.merge.{self.connection.settings_dict['NAME']}.{lock_key(table)}"[-64:]
+        name = self._lock_name(f"merge.{table}")
         with self.cursor() as cursor:
             cursor.execute("SELECT GET_LOCK(%s, 0)", [name])
             if cursor.fetchone()[0] != 1:
@@ -165,6 +165,33 @@ class MySQLBackend(Backend):
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
                 cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        named = self._lock_name(name)
+        with self.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, 0)", [named])
+            if cursor.fetchone()[0] != 1:
+                raise DatabaseError(f"Lock {name} is held by another connection.")
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [named])
+
+    def held(self, names: Collection[str]) -> set[str]:
+        ordered = list(names)
+        if not ordered:
+            return set()
+        with self.cursor() as cursor:
+            used = ", ".join(["IS_USED_LOCK(%s)"] * len(ordered))
+            cursor.execute(f"SELECT {used}", [self._lock_name(name) for name in ordered])
+            holders = cursor.fetchone()
+        return {name for name, holder in zip(ordered, holders, strict=True) if holder is not None}
+
+    def _lock_name(self, name: str) -> str:
+        """A GET_LOCK name (at most 64 characters, server-wide): ``name`` on this database."""
+        return f"nexus_queues.{lock_key(self.connection.settings_dict['NAME'] + '.' + name)}.{name}"[:64]
 
     @contextmanager
     def patient_row_locks(self) -> Iterator[None]:

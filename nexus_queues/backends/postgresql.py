@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
@@ -52,6 +52,11 @@ UNCHANGED_NOT_WRITTEN = "COUNT(*) - (SELECT COUNT(*) FROM written)"
 UNCHANGED_IN_SNAPSHOT = "COUNT(*) FILTER (WHERE is_same)"
 MERGE_LOCK_SPACE = 0x6E710001
 """The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
+HELD_LOCK_SPACE = 0x6E710002
+"""The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
+HELD_SQL = """SELECT objid::bigint FROM pg_locks
+ WHERE locktype = 'advisory' AND granted AND classid = %s AND objsubid = 2 AND objid::bigint = ANY(%s)
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
 
 
 class PostgresBackend(Backend):
@@ -224,6 +229,23 @@ class PostgresBackend(Backend):
                     on_wait()
                     cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
             yield
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        key = [HELD_LOCK_SPACE, lock_key(name)]
+        with self.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def held(self, names: Collection[str]) -> set[str]:
+        by_key = {lock_key(name) & 0xFFFFFFFF: name for name in names}  # pg_locks shows the key as an oid
+        with self.cursor() as cursor:
+            cursor.execute(HELD_SQL, [HELD_LOCK_SPACE, list(by_key)])
+            return {by_key[row[0]] for row in cursor.fetchall()}
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, staging
 from nexus_queues.serialization import canonical_json, json_hash
 from nexus_queues.staging import MergeCounts, StagedRow
-from tests.commands import PATIENCE, wait_until
+from tests.commands import wait_until
+from tests.locks import Background, lock_waits, row_held, waiting
 from tests.testapp.queues import Inventory, Product
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("postgresql", "mysql")]
@@ -41,75 +39,6 @@ def merged(message_class: Any, messages: list[Any], on_wait: Callable[[], None] 
             return staging.merge(message_class, table, [token], notify=False)
     finally:
         staging.drop(alias, table)
-
-
-class Background:
-    """A callable run in a thread of its own, with its own database connection."""
-
-    def __init__(self, work: Callable[[], Any]) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(work,), daemon=True)
-        self.thread.start()
-
-    def _run(self, work: Callable[[], Any]) -> None:
-        try:
-            self.result = work()
-        except BaseException as exc:  # handed to the test by outcome()
-            self.error = exc
-        finally:
-            connections.close_all()
-
-    def outcome(self) -> Any:
-        self.thread.join(PATIENCE)
-        assert not self.thread.is_alive(), "the background work did not finish"
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-@contextmanager
-def row_held(message_class: Any, message_id: str) -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Hold the row of ``message_id`` locked from another connection; the context gives ``then(change)``,
-    which runs ``change`` in the holder's transaction before it commits, when the block ends."""
-    locked, release = threading.Event(), threading.Event()
-    changes: list[Callable[[], None]] = []
-
-    def hold() -> None:
-        with transaction.atomic():
-            message_class.queue_items().select_for_update().get(message_id=message_id)
-            locked.set()
-            release.wait(PATIENCE)
-            for change in changes:
-                change()
-
-    holder = Background(hold)
-    assert locked.wait(PATIENCE)
-    try:
-        yield changes.append
-    finally:
-        release.set()
-        holder.outcome()
-
-
-def lock_waits(longer_than: int = -1) -> int:
-    """How many statements on the test database wait for a lock now (and have run over ``longer_than`` s)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
-                "AND now() - query_start > %s * interval '1 second'",
-                [longer_than],
-            )
-            return int(cursor.fetchone()[0])
-        wait = longer_than
-        # information_schema.innodb_trx leaves out a transaction that has only read when it waits: the monitor's
-        # list of transactions has them all. The server is shared: only the connections to this test database.
-        cursor.execute("SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND time > %s", [wait])
-        ours = {row[0] for row in cursor.fetchall()}
-        cursor.execute("SHOW ENGINE INNODB STATUS")
-        waiting = re.findall(r"^LOCK WAIT .*\n(?:MariaDB|MySQL) thread id (\d+)", cursor.fetchone()[2], re.MULTILINE)
-        return len(ours & {int(thread) for thread in waiting})
 
 
 def stored(message_class: Any, message_id: str) -> Any:
@@ -227,15 +156,3 @@ def test_merge__outwaits_the_engines_lock_wait_timeout(db: None) -> None:
         wait_until(waiting(merge, longer_than=2), "the merge to wait on the held row for over 2 s")
 
     assert merge.outcome() == MergeCounts(changed=1)
-
-
-def waiting(work: Background, longer_than: int = -1) -> Callable[[], bool]:
-    """Whether ``work`` waits on a lock now (its statement ran over ``longer_than`` s); what it raised if it stopped."""
-
-    def check() -> bool:
-        if not work.thread.is_alive():
-            work.outcome()
-            pytest.fail("The work finished without waiting on a lock.")
-        return lock_waits(longer_than) == 1
-
-    return check
