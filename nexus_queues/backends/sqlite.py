@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -11,6 +10,11 @@ from pathlib import Path
 from django.apps import apps
 
 from .base import Backend
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: there, held() says every lock is held
+    fcntl = None  # type: ignore[assignment]
 
 
 class SQLiteBackend(Backend):
@@ -31,6 +35,9 @@ class SQLiteBackend(Backend):
 
     @contextmanager
     def hold(self, name: str) -> Iterator[None]:
+        if fcntl is None:
+            yield
+            return
         # SQLite has no lock a connection holds alone: a file lock beside the database, which the
         # operating system releases when the process dies. The processes sharing the file are on this host.
         path = self._lock_path(name)
@@ -42,6 +49,8 @@ class SQLiteBackend(Backend):
                 path.unlink(missing_ok=True)
 
     def held(self, names: Collection[str]) -> set[str]:
+        if fcntl is None:
+            return set(names)
         return {name for name in names if _locked(self._lock_path(name))}
 
     def _lock_path(self, name: str) -> Path:

@@ -6,15 +6,18 @@ import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.contrib.spark import SyncCounts, sync
-from tests.commands import PATIENCE
+from tests.commands import PATIENCE, Commands
 from tests.locks import Background, lock_waits, row_held, turn_held
-from tests.testapp.queues import Product
+from tests.testapp.queues import Inventory, Product
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("postgresql", "mysql")]
 
@@ -77,3 +80,21 @@ def test_sync__waits_its_turn_and_counts_what_it_did(frame: Any) -> None:
 
     other.outcome()
     assert counts == SyncCounts(new=0, changed=0, unchanged=50, scheduled=0, rejected=0, superseded=0)
+
+
+def test_nexus_spark_sync__shows_that_it_waits_its_turn(child_env: dict[str, str], tmp_path: Path) -> None:
+    """The command, run while another merge into the queue holds its turn, says that it waits, then merges."""
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"sku": ["SKU-1", "SKU-2"], "quantity": pa.array([1, 2], pa.int64())}), path)
+    commands = Commands(child_env, tmp_path)
+    try:
+        with turn_held(Inventory):
+            command = commands.start("nexus_spark_sync", "--queue", "inventory", "--input", str(path))
+            deadline = time.monotonic() + SPARK_PATIENCE
+            while "waits for another sync of the queue to finish merging" not in command.log():
+                assert command.proc.poll() is None and time.monotonic() < deadline, command.log()[-3000:]
+                time.sleep(0.1)
+        assert command.finish() == 0, command.log()[-3000:]
+    finally:
+        commands.kill_the_rest()
+    assert Inventory.queue_items().count() == 2
