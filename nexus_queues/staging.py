@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -119,6 +120,17 @@ def stage(alias: str, table: str, rows: Sequence[StagedRow]) -> None:
 def rejects(alias: str, table: str, tokens: Sequence[int]) -> Iterable[str]:
     """The rejects staged under ``tokens``, in position order."""
     return backend_for(alias).staged_rejects(table, tokens)
+
+
+def turn(message_class: type[QueueMessage], on_wait: Callable[[], None]) -> AbstractContextManager[None]:
+    """The transaction for a merge into the queue of ``message_class``, once the merges before it finished.
+
+    Merges into one queue take turns, so that each decides and counts on the rows the one before it
+    stored (PostgreSQL: an advisory lock; MariaDB/MySQL: GET_LOCK; SQLite: its write lock).
+    ``on_wait()`` is called before waiting for another merge.
+    """
+    options = message_class.queue_options
+    return backend_for(options.database).merge_turn(message_class.queue_model._meta.db_table, on_wait)
 
 
 def merge(message_class: type[QueueMessage], table: str, tokens: Sequence[int], *, notify: bool) -> MergeCounts:

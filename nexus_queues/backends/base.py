@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import hashlib
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -166,6 +167,9 @@ class Backend:
     now_sql: ClassVar[str] = "SELECT CURRENT_TIMESTAMP"
     """Which statement reads the database server's clock, in UTC?"""
 
+    staged_counts_lock: ClassVar[str] = ""
+    """What does a merge's count of staged messages add so that it locks the stored rows it will change?"""
+
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
         self.alias = connection.alias
@@ -243,7 +247,7 @@ class Backend:
         table = self.quote(model._meta.db_table)
         pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
         replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
-        guard = f" WHERE {table}.message_hash <> excluded.message_hash" if idempotent else ""
+        guard = unchanged_guard(table, idempotent)
         stored: set[str] = set()
         with self.cursor() as cursor:
             for chunk in self.budget().batches(by_message_id(rows), 1000):
@@ -454,8 +458,9 @@ class Backend:
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
         newest = NEWEST_STAGED_SQL.format(staging=staged, tokens=marks(tokens))
         written = "q.id IS NULL OR q.message_hash <> s.message_hash" if idempotent else "1 = 1"
-        with self.cursor() as cursor:
-            cursor.execute(STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written), list(tokens))
+        counts = STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written) + self.staged_counts_lock
+        with self.patient_row_locks(), self.cursor() as cursor:
+            cursor.execute(counts, list(tokens))
             total, new, unchanged, scheduled, staged_count = (int(n or 0) for n in cursor.fetchone())
             insert = MERGE_STAGED_SQL.format(
                 queue=queue,
@@ -464,7 +469,7 @@ class Backend:
                 headers=self.json_from_text.format("s.headers"),
                 newest=newest,
                 written=written,
-                upsert=self._staged_upsert(queue),
+                upsert=self._staged_upsert(queue, idempotent=idempotent),
             )
             cursor.execute(insert, [default_status, self.adapt(now), self.adapt(now), *tokens])
         changed, superseded = total - new - unchanged, staged_count - total
@@ -494,10 +499,35 @@ class Backend:
             )
         return MergeCounts(new=int(new), scheduled=int(scheduled))
 
-    def _staged_upsert(self, queue: str) -> str:
-        """The clause that makes an insert of staged rows replace the stored rows of their message ids."""
+    def _staged_upsert(self, queue: str, *, idempotent: bool) -> str:
+        """The clause that makes an insert of staged rows replace the stored rows of their message ids; on an
+        idempotent queue only those whose stored hash differs, as :meth:`upsert` does."""
         pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
-        return "ON CONFLICT (message_id) DO UPDATE SET " + ", ".join(f"{column} = {value}" for column, value in pairs)
+        replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
+        return f"ON CONFLICT (message_id) DO UPDATE SET {replaced}{unchanged_guard(queue, idempotent)}"
+
+    # --- merges into one queue take turns --------------------------------------------
+
+    def merge_turn(self, table: str, on_wait: Callable[[], None]) -> AbstractContextManager[None]:
+        """A transaction in which the merges into queue table ``table`` take turns; ``on_wait()`` is called
+        before waiting for another one to finish. Here the write lock, taken first, is the turn (SQLite)."""
+        return self.write_transaction()
+
+    # --- locks a live process holds ---------------------------------------------------
+
+    def hold(self, name: str) -> AbstractContextManager[None]:
+        """Hold lock ``name`` (taken at once; no one else uses it) until the block ends or this process dies.
+
+        Where the engine has none, nothing: :meth:`held` then says every lock is held."""
+        return nullcontext()
+
+    def held(self, names: Collection[str]) -> set[str]:
+        """Those of locks ``names`` that a live process holds (a dead one's connection released its own)."""
+        return set(names)
+
+    def patient_row_locks(self) -> AbstractContextManager[None]:
+        """Statements run within wait for row locks as long as their holders keep them (nothing by default)."""
+        return nullcontext()
 
     # --- migration DDL ---------------------------------------------------------------
 
@@ -589,6 +619,20 @@ class Backend:
     def _held(self, table: str, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         where, params = self._leased_where(ids, correlation_id)
         return self.held_ids.format(table=table, held=where), params
+
+
+def unchanged_guard(queue: str, idempotent: bool) -> str:
+    """The condition of an upsert's update that leaves a stored row alone when its JSON is the new one's.
+
+    Decided on the stored row as it is when the upsert holds its lock, whatever the statement's snapshot
+    saw: a message another writer stored meanwhile is neither rewritten nor set Pending again, and its
+    lease is left to its worker."""
+    return f" WHERE {queue}.message_hash <> excluded.message_hash" if idempotent else ""
+
+
+def lock_key(name: str) -> int:
+    """A signed 32-bit number for ``name``, the same in every process: the key of a lock named so."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big", signed=True)
 
 
 def chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
@@ -11,7 +12,17 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import REPLACED_COLUMNS, RESET_ON_REPLACE, Backend, Claim, EnqueueRow, by_message_id, chunks, marks
+from .base import (
+    REPLACED_COLUMNS,
+    RESET_ON_REPLACE,
+    Backend,
+    Claim,
+    EnqueueRow,
+    by_message_id,
+    chunks,
+    lock_key,
+    marks,
+)
 from .budget import Budget
 
 if TYPE_CHECKING:
@@ -25,7 +36,15 @@ REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _NEW), _HASH])
 REPLACE_CHANGED = ", ".join(
     [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _NEW), _HASH]
 )
+# The same for INSERT ... SELECT from a derived table with the queue's column names: qualified ({queue}).
+REPLACE_CHANGED_IN = ", ".join(
+    [*(f"{c} = IF({{queue}}.message_hash = VALUES(message_hash), {{queue}}.{c}, {v})" for c, v in _NEW), _HASH]
+)
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+TURN_WAIT = 365 * 24 * 3600
+"""Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
+ROW_LOCK_WAIT = 1073741824
+"""innodb_lock_wait_timeout during a merge, its maximum: a merge waits for a row as long as its holder keeps it."""
 HEADROOM = 64 * 1024
 """Bytes of ``max_allowed_packet`` kept for a statement's SQL around its rows, and the packet's header."""
 _BUDGETS: WeakKeyDictionary[Any, Budget] = WeakKeyDictionary()
@@ -43,6 +62,9 @@ class MySQLBackend(Backend):
 
     claim_lock = "FOR UPDATE SKIP LOCKED"
     now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
+    # The merge's row-lock waits happen here, before its INSERT ... SELECT: that statement holds the
+    # table's AUTO-INC lock (innodb_autoinc_lock_mode 1) while it waits, blocking every insert into the queue.
+    staged_counts_lock = " FOR UPDATE"
 
     def budget(self) -> Budget:
         """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""
@@ -148,8 +170,65 @@ class MySQLBackend(Backend):
         values, params = self._values(model, rows)
         cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
 
-    def _staged_upsert(self, queue: str) -> str:
-        return f"ON DUPLICATE KEY UPDATE {REPLACE}"
+    def _staged_upsert(self, queue: str, *, idempotent: bool) -> str:
+        return f"ON DUPLICATE KEY UPDATE {REPLACE_CHANGED_IN.format(queue=queue) if idempotent else REPLACE}"
+
+    @contextmanager
+    def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:
+        # GET_LOCK belongs to the connection, not the transaction: released once the transaction ends.
+        name = self._lock_name(f"merge.{table}")
+        with self.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, 0)", [name])
+            if cursor.fetchone()[0] != 1:
+                on_wait()
+                cursor.execute("SELECT GET_LOCK(%s, %s)", [name, TURN_WAIT])
+                if cursor.fetchone()[0] != 1:
+                    raise DatabaseError(f"Waited {TURN_WAIT} s for the merge before this one into {table}.")
+        try:
+            with transaction.atomic(using=self.alias):
+                yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        named = self._lock_name(name)
+        with self.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, 0)", [named])
+            if cursor.fetchone()[0] != 1:
+                raise DatabaseError(f"Lock {name} is held by another connection.")
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [named])
+
+    def held(self, names: Collection[str]) -> set[str]:
+        ordered = list(names)
+        if not ordered:
+            return set()
+        with self.cursor() as cursor:
+            used = ", ".join(["IS_USED_LOCK(%s)"] * len(ordered))
+            cursor.execute(f"SELECT {used}", [self._lock_name(name) for name in ordered])
+            holders = cursor.fetchone()
+        return {name for name, holder in zip(ordered, holders, strict=True) if holder is not None}
+
+    def _lock_name(self, name: str) -> str:
+        """A GET_LOCK name (at most 64 characters, server-wide): ``name`` on this database."""
+        return f"nexus_queues.{lock_key(self.connection.settings_dict['NAME'] + '.' + name)}.{name}"[:64]
+
+    @contextmanager
+    def patient_row_locks(self) -> Iterator[None]:
+        with self.cursor() as cursor:
+            cursor.execute("SELECT @@SESSION.innodb_lock_wait_timeout")
+            before = cursor.fetchone()[0]
+            cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [ROW_LOCK_WAIT])
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:
+                cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [before])
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
         manager = claim.model.objects.using(self.alias)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -16,7 +16,7 @@ from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
 from ..status import Status
 from . import ddl
-from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, MergeCounts, StagedRow
+from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, MergeCounts, StagedRow, lock_key
 from .cursors import copy_rows, prepared_cursor
 from .transports import Listener, NotifyListener
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # The staged messages merged in one statement, each staged row read once: the newest of each message id
 # (DISTINCT ON sorts once where ROW_NUMBER and a second pass sorted twice), its stored row looked up once,
 # the written ones upserted in position order, and the counts taken from the same rows
-# (params: tokens, default status, now, now, tokens).
+# (params: tokens, default status, now, now, now, tokens).
 MERGE_STAGED_SQL = """WITH incoming AS MATERIALIZED (
   SELECT s.*, q.id IS NULL AS is_new, q.message_hash = s.message_hash AS is_same FROM (
     SELECT DISTINCT ON (message_id) message_id, message, message_hash, headers, status, process_at, expires_at, position
@@ -38,11 +38,25 @@ written AS (
   INSERT INTO {queue} {columns}
   SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
     FROM incoming WHERE {written} ORDER BY position
-  {upsert})
-SELECT COUNT(*), COUNT(*) FILTER (WHERE is_new), COUNT(*) FILTER (WHERE is_same),
-       COUNT(*) FILTER (WHERE process_at IS NOT NULL AND ({written})),
+  {upsert}
+  {counted})
+SELECT COUNT(*), (SELECT COUNT(*) FILTER (WHERE inserted) FROM written), {unchanged},
+       (SELECT COUNT(process_at) FROM written),
        (SELECT COUNT(*) FROM {staging} WHERE token = ANY(%s) AND reject IS NULL)
   FROM incoming"""
+# Counted from the rows the upsert wrote, not from the snapshot it decided in (a row it inserted has
+# its created_at; param: now): another writer may have stored a message meanwhile, which the upsert's
+# guard then leaves alone. Unchanged on an idempotent queue: the messages not written.
+COUNTED_FROM_WRITTEN = "RETURNING created_at = %s AS inserted, process_at"
+UNCHANGED_NOT_WRITTEN = "COUNT(*) - (SELECT COUNT(*) FROM written)"
+UNCHANGED_IN_SNAPSHOT = "COUNT(*) FILTER (WHERE is_same)"
+MERGE_LOCK_SPACE = 0x6E710001
+"""The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
+HELD_LOCK_SPACE = 0x6E710002
+"""The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
+HELD_SQL = """SELECT objid::bigint FROM pg_locks
+ WHERE locktype = 'advisory' AND granted AND classid = %s AND objsubid = 2 AND objid::bigint = ANY(%s)
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
 
 
 class PostgresBackend(Backend):
@@ -190,18 +204,49 @@ class PostgresBackend(Backend):
         idempotent: bool,
     ) -> MergeCounts:
         queue = self.quote(model._meta.db_table)
-        written = "is_new OR NOT is_same" if idempotent else "TRUE"
         merge = MERGE_STAGED_SQL.format(
             staging=self.quote(table),
             queue=queue,
             columns=self._columns(),
-            written=written,
-            upsert=self._staged_upsert(queue),
+            written="is_new OR NOT is_same" if idempotent else "TRUE",
+            upsert=self._staged_upsert(queue, idempotent=idempotent),
+            counted=COUNTED_FROM_WRITTEN,
+            unchanged=UNCHANGED_NOT_WRITTEN if idempotent else UNCHANGED_IN_SNAPSHOT,
         )
+        at = self.adapt(now)
         with self.cursor() as cursor:
-            cursor.execute(merge, [list(tokens), default_status, self.adapt(now), self.adapt(now), list(tokens)])
+            cursor.execute(merge, [list(tokens), default_status, at, at, at, list(tokens)])
             total, new, unchanged, scheduled, staged_count = cursor.fetchone()
         return MergeCounts(new, total - new - unchanged, unchanged, scheduled, staged_count - total)
+
+    @contextmanager
+    def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:
+        # A transaction-level advisory lock: released by the commit or rollback, whatever happens.
+        key = [MERGE_LOCK_SPACE, lock_key(table)]
+        with transaction.atomic(using=self.alias):
+            with self.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
+                if not cursor.fetchone()[0]:
+                    on_wait()
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+            yield
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        key = [HELD_LOCK_SPACE, lock_key(name)]
+        with self.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+        try:
+            yield
+        finally:
+            with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def held(self, names: Collection[str]) -> set[str]:
+        by_key = {lock_key(name) & 0xFFFFFFFF: name for name in names}  # pg_locks shows the key as an oid
+        with self.cursor() as cursor:
+            cursor.execute(HELD_SQL, [HELD_LOCK_SPACE, list(by_key)])
+            return {by_key[row[0]] for row in cursor.fetchall()}
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from django.apps import apps
 
 from .base import Backend
 from .budget import Budget
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: there, held() says every lock is held
+    fcntl = None  # type: ignore[assignment]
 
 
 class SQLiteBackend(Backend):
@@ -36,3 +44,40 @@ class SQLiteBackend(Backend):
         table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
         with self.cursor() as cursor:
             cursor.execute(f"UPDATE {table} SET queue = queue WHERE 1 = 0")
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        if fcntl is None:
+            yield
+            return
+        # SQLite has no lock a connection holds alone: a file lock beside the database, which the
+        # operating system releases when the process dies. The processes sharing the file are on this host.
+        path = self._lock_path(name)
+        with path.open("a") as file:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                yield
+            finally:
+                path.unlink(missing_ok=True)
+
+    def held(self, names: Collection[str]) -> set[str]:
+        if fcntl is None:
+            return set(names)
+        return {name for name in names if _locked(self._lock_path(name))}
+
+    def _lock_path(self, name: str) -> Path:
+        return Path(f"{os.path.abspath(self.connection.settings_dict['NAME'])}.{name}.lock")
+
+
+def _locked(path: Path) -> bool:
+    """Does a live process hold the file lock of ``path``?"""
+    try:
+        file = path.open("r")
+    except FileNotFoundError:
+        return False
+    with file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False

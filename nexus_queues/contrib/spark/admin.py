@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.db import router
+from django.http import HttpRequest, HttpResponse
 
+from . import drivers
 from .models import Sync
 
 
@@ -21,6 +23,10 @@ class SyncAdmin(admin.ModelAdmin):
     list_filter = ("state", "queue")
     search_fields = ("queue", "stream")
     date_hierarchy = "started_at"
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        drivers.settle(router.db_for_read(Sync))  # a sync whose driver died is shown failed, not running
+        return super().changelist_view(request, extra_context)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -35,6 +35,9 @@ class Sync(models.Model):
         default=0, help_text="How many times Spark ran the batch again after it was stored."
     )
     error = models.TextField(blank=True, default="")
+    watched = models.BooleanField(
+        default=False, help_text="Its driver holds a lock while it runs: running without it, it failed."
+    )
 
     class Meta:
         ordering = ("-id",)

@@ -14,6 +14,7 @@ from ... import signals
 from ...exceptions import NexusQueuesError
 from ...messages import QueueMessage
 from ...registry import registry
+from .drivers import watched
 from .models import Sync
 from .source import register
 
@@ -55,17 +56,17 @@ def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any)
     message_class = registry.resolve(message_class)
     alias = message_class.queue_options.database
     register(df.sparkSession)
-    record = Sync.objects.using(alias).create(queue=message_class.queue_name())
-    writer = df.write.format("nexus").mode("append").option("queue", record.queue).option("sync", record.pk)
-    for key, value in options.items():
-        writer = writer.option(key, value)
-    try:
-        writer.save()
-    except PySparkException as exc:
-        record.refresh_from_db()
-        cause = _python_error(exc)
-        said = record.error and cause.partition(": ")[2] in record.error  # the commit's own error, recorded
-        raise SyncFailed(record, record.error if said else f"{record.error} {cause}".strip()) from exc
+    with watched(alias, message_class.queue_name()) as record:
+        writer = df.write.format("nexus").mode("append").option("queue", record.queue).option("sync", record.pk)
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        try:
+            writer.save()
+        except PySparkException as exc:
+            record.refresh_from_db()
+            cause = _python_error(exc)
+            said = record.error and cause.partition(": ")[2] in record.error  # the commit's own error, recorded
+            raise SyncFailed(record, record.error if said else f"{record.error} {cause}".strip()) from exc
     record.refresh_from_db()
     counts = SyncCounts.of(record)
     signals.send(signals.synced, message_class, alias, sync_id=record.pk, counts=counts)

@@ -12,7 +12,6 @@ from itertools import islice
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from django.db import transaction
 from django.db.models import F, Max, QuerySet
 from django.utils import timezone
 from pyspark import TaskContext
@@ -199,7 +198,7 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
             where = "; the first: " + "; ".join(islice(numbered(staging.rejects(alias, table, tokens), offsets), 3))
         raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
     started = time.perf_counter()
-    with transaction.atomic(using=alias):
+    with staging.turn(message_class, lambda: _waiting(record)):
         counts = staging.merge(message_class, table, tokens, notify=True)
         record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
         record.scheduled, record.superseded = counts.scheduled, counts.superseded
@@ -228,6 +227,16 @@ def _row_offsets(staged: Sequence[Staged]) -> dict[int, int]:
     for task in sorted(staged, key=lambda s: s.partition):
         offsets[task.partition], total = total, total + task.messages + task.rejects
     return offsets
+
+
+def _waiting(record: Sync) -> None:
+    which = f"Sync #{record.pk}" if record.pk else f"Stream {record.stream} batch {record.batch_id}"
+    logger.warning(
+        "%s into %s waits for another sync of the queue to finish merging.",
+        which,
+        record.queue,
+        extra={"action": "spark_sync_waiting"},
+    )
 
 
 def _fail(record: Sync, alias: str, error: str) -> None:

@@ -1,0 +1,49 @@
+"""A sync's driver holds a lock while the sync runs, so that a sync whose driver died shows failed, not running.
+
+The lock belongs to the driver's database connection (PostgreSQL: a session advisory lock; MariaDB/MySQL:
+GET_LOCK; SQLite: a file lock beside the database), so the database or the operating system releases it
+the moment the driver's process dies, however it dies: no heartbeat, no clock, no delay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+from django.db import transaction
+from django.utils import timezone
+
+from ...backends import backend_for
+from .models import Sync
+
+STOPPED = "The sync's driver stopped before the sync finished: nothing was stored."
+
+
+def lock_name(sync_id: int) -> str:
+    """The name of the lock that the driver of sync ``sync_id`` holds while it runs."""
+    return f"spark_sync.{sync_id}"
+
+
+@contextmanager
+def watched(alias: str, queue: str) -> Iterator[Sync]:
+    """A new running sync into ``queue``, its lock held by this process until the block ends."""
+    with ExitStack() as stack:
+        with transaction.atomic(using=alias):  # held before the record is seen: never running without it
+            record = Sync.objects.using(alias).create(queue=queue, watched=True)
+            stack.enter_context(backend_for(alias).hold(lock_name(record.pk)))
+        yield record
+
+
+def settle(alias: str) -> int:
+    """Mark failed the running syncs on ``alias`` whose driver stopped; how many."""
+    running = {lock_name(pk): pk for pk in Sync.objects.using(alias).filter(state=Sync.State.RUNNING, watched=True)
+               .values_list("pk", flat=True)}  # fmt: skip
+    if not running:
+        return 0
+    alive = backend_for(alias).held(running)
+    stopped = [pk for name, pk in running.items() if name not in alive]
+    return (
+        Sync.objects.using(alias)
+        .filter(pk__in=stopped, state=Sync.State.RUNNING)
+        .update(state=Sync.State.FAILED, error=STOPPED, finished_at=timezone.now())
+    )

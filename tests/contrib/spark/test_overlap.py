@@ -1,0 +1,100 @@
+"""Syncs on a real Spark while other writers overlap: a lock held from a third connection makes each race happen."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from nexus_queues import Status, enqueue, enqueue_many
+from nexus_queues.contrib.spark import SyncCounts, sync
+from tests.commands import PATIENCE, Commands
+from tests.locks import Background, lock_waits, row_held, turn_held
+from tests.testapp.queues import Inventory, Product
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("postgresql", "mysql")]
+
+PRODUCT = "sku string, name string, prices array<struct<currency string, amount decimal(10,2)>>"
+SPARK_PATIENCE = 5 * PATIENCE
+"""Seconds a test waits for Spark to stage and reach the merge, on a loaded machine."""
+
+
+def products(count: int, name: str = "Product") -> list[tuple[Any, ...]]:
+    return [(f"SKU-{i}", f"{name} {i}", [("EUR", Decimal(f"{i}.95"))]) for i in range(count)]
+
+
+def product(i: int, name: str) -> Product:
+    return Product(sku=f"SKU-{i}", name=f"{name} {i}", prices=[{"currency": "EUR", "amount": f"{i}.95"}])
+
+
+def meanwhile(hold: Callable[[], Any], changes: list[Callable[[], None]]) -> tuple[Background, threading.Event]:
+    """In the background: hold a lock (``hold()``, a context giving ``then``), wait until the sync's merge waits
+    on it, then make ``changes`` in the holder's transaction and commit."""
+    held = threading.Event()
+
+    def run() -> None:
+        with hold() as then:
+            held.set()
+            deadline = time.monotonic() + SPARK_PATIENCE
+            while lock_waits() < 1:
+                assert time.monotonic() < deadline, "the sync's merge never waited on the held lock"
+                time.sleep(0.05)
+            for change in changes:
+                then(change)
+
+    work = Background(run)
+    assert held.wait(PATIENCE)
+    return work, held
+
+
+def test_sync__leaves_a_message_stored_while_its_merge_waited(frame: Any) -> None:
+    """A sync whose merge waited on a row that meanwhile got the synced message, and was processed, leaves it
+    processed (not run twice), and counts it unchanged."""
+    sync(frame(products(10), PRODUCT), Product)
+    Product.queue_items().update(status=Status.PROCESSED)
+    processed = lambda: Product.queue_items().filter(message_id="SKU-3").update(status=Status.PROCESSED)  # noqa: E731
+    other, _ = meanwhile(lambda: row_held(Product, "SKU-3"), [lambda: enqueue(product(3, "Renamed")), processed])
+
+    counts = sync(frame(products(10, "Renamed"), PRODUCT), Product)
+
+    other.outcome()
+    assert counts == SyncCounts(new=0, changed=9, unchanged=1, scheduled=0, rejected=0, superseded=0)
+    statuses = dict(Product.queue_items().values_list("message_id", "status"))
+    assert statuses.pop("SKU-3") == Status.PROCESSED
+    assert set(statuses.values()) == {Status.PENDING}
+
+
+def test_sync__waits_its_turn_and_counts_what_it_did(frame: Any) -> None:
+    """A sync whose merge overlaps another merge into the queue waits for it, then counts on what it stored:
+    the same products, unchanged, not new."""
+    other, _ = meanwhile(lambda: turn_held(Product), [lambda: enqueue_many([product(i, "Product") for i in range(50)])])
+
+    counts = sync(frame(products(50), PRODUCT), Product)
+
+    other.outcome()
+    assert counts == SyncCounts(new=0, changed=0, unchanged=50, scheduled=0, rejected=0, superseded=0)
+
+
+def test_nexus_spark_sync__shows_that_it_waits_its_turn(child_env: dict[str, str], tmp_path: Path) -> None:
+    """The command, run while another merge into the queue holds its turn, says that it waits, then merges."""
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"sku": ["SKU-1", "SKU-2"], "quantity": pa.array([1, 2], pa.int64())}), path)
+    commands = Commands(child_env, tmp_path)
+    try:
+        with turn_held(Inventory):
+            command = commands.start("nexus_spark_sync", "--queue", "inventory", "--input", str(path))
+            deadline = time.monotonic() + SPARK_PATIENCE
+            while "waits for another sync of the queue to finish merging" not in command.log():
+                assert command.proc.poll() is None and time.monotonic() < deadline, command.log()[-3000:]
+                time.sleep(0.1)
+        assert command.finish() == 0, command.log()[-3000:]
+    finally:
+        commands.kill_the_rest()
+    assert Inventory.queue_items().count() == 2
