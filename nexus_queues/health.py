@@ -17,6 +17,8 @@ from .status import Status
 FAILED = (Status.ERROR, Status.ABANDONED)
 COUNT_LIMIT = 10_000
 """Health counts stop here (and read as ``10000+``), so a check never scans a big queue whole."""
+CONSUMERS_SHOWN = 10
+"""The troubled consumers a queue's health names at most."""
 _RANK = {HealthStatus.HEALTHY: 0, HealthStatus.DEGRADED: 1, HealthStatus.UNHEALTHY: 2}
 
 
@@ -121,10 +123,8 @@ def queue_health(
 def _troubled_consumers(message_class: type[QueueMessage], now: datetime) -> tuple[tuple[HealthStatus, str], ...]:
     processes = WorkerProcess.objects.using(message_class.queue_options.database)
     troubled = processes.live(now).consuming(message_class.queue_name()).troubled().order_by("host", "pid")
-    return tuple(
-        (HealthStatus(health), f"consumer {host}:{pid}: {reason}")
-        for health, reason, host, pid in troubled.values_list("health", "health_reason", "host", "pid")
-    )
+    found = troubled.values_list("health", "health_reason", "host", "pid")[:CONSUMERS_SHOWN]
+    return tuple((HealthStatus(health), f"consumer {host}:{pid}: {reason}") for health, reason, host, pid in found)
 
 
 def _needs_worker(message_class: type[QueueMessage]) -> bool:
