@@ -17,6 +17,8 @@ from .status import Status
 FAILED = (Status.ERROR, Status.ABANDONED)
 COUNT_LIMIT = 10_000
 """Health counts stop here (and read as ``10000+``), so a check never scans a big queue whole."""
+CONSUMERS_SHOWN = 10
+"""The troubled consumers a queue's health names at most."""
 _RANK = {HealthStatus.HEALTHY: 0, HealthStatus.DEGRADED: 1, HealthStatus.UNHEALTHY: 2}
 
 
@@ -37,6 +39,9 @@ class QueueState:
     one is live, or when it was not looked up (its Pending messages waited less than the grace time)."""
     no_dispatch_for: timedelta | None = None
     """The same for a dispatch loop, looked up when a Sleeping message has waited longer than the grace time."""
+    consumers: tuple[tuple[HealthStatus, str], ...] = ()
+    """The live consumers storing into the queue that reported trouble at their last heartbeat: each one's health
+    and why (the invalid bodies it holds, and why ``<from>.invalid`` refused them)."""
 
 
 @dataclass(frozen=True)
@@ -55,11 +60,13 @@ class QueueHealth:
 def evaluate(state: QueueState, options: QueueOptions, grace: timedelta | None = None) -> QueueHealth:
     """Apply the queue's policy: failed messages give ``health_status_when_errors``; a Pending count
     or wait above the queue's threshold gives unhealthy, as do Pending messages without a live worker and Sleeping
-    ones without a live dispatch loop for longer than ``grace`` (``HEALTH_NO_WORKER_GRACE``). The worst status wins."""
+    ones without a live dispatch loop for longer than ``grace`` (``HEALTH_NO_WORKER_GRACE``); a live consumer storing
+into the queue gives the health it reported (degraded while it holds invalid bodies). The worst status wins."""
     grace = settings.HEALTH_NO_WORKER_GRACE if grace is None else grace
     findings: list[tuple[HealthStatus, str]] = [
         (HealthStatus.UNHEALTHY, reason) for reason in _unserved(state, options, grace)
     ]
+    findings.extend(state.consumers)
     if state.failed:
         findings.append((options.health_status_when_errors, f"{state.failed} message(s) in Error or Abandoned"))
     limit = options.health_max_pending
@@ -81,7 +88,7 @@ def queue_state(
     """The health figures, each read from an index and bounded: counts stop at ``limit`` (or just past the
     Pending threshold), and the waits are those of the message first in line, not a scan of every row. The live
     workers (or dispatch loops) are looked up only when a message has waited longer than ``HEALTH_NO_WORKER_GRACE``,
-    one indexed query each."""
+    one indexed query each; the live consumers that reported trouble, always, one indexed query."""
     now = now or timezone.now()
     options = message_class.queue_options
     rows = message_class.queue_items()
@@ -93,6 +100,7 @@ def queue_state(
         pending=count_up_to(pending, max(limit, (options.health_max_pending or 0) + 1)),
         oldest_pending_wait=None if first_in_line is None else now - first_in_line,
         sleeping_wait=None if first_due is None else now - first_due,
+        consumers=_troubled_consumers(message_class, now),
     )
     if not _needs_worker(message_class):
         return state
@@ -110,6 +118,13 @@ def queue_health(
 ) -> QueueHealth:
     """The queue's health now."""
     return evaluate(queue_state(message_class, now, limit=limit), message_class.queue_options)
+
+
+def _troubled_consumers(message_class: type[QueueMessage], now: datetime) -> tuple[tuple[HealthStatus, str], ...]:
+    processes = WorkerProcess.objects.using(message_class.queue_options.database)
+    troubled = processes.live(now).consuming(message_class.queue_name()).troubled().order_by("host", "pid")
+    found = troubled.values_list("health", "health_reason", "host", "pid")[:CONSUMERS_SHOWN]
+    return tuple((HealthStatus(health), f"consumer {host}:{pid}: {reason}") for health, reason, host, pid in found)
 
 
 def _needs_worker(message_class: type[QueueMessage]) -> bool:

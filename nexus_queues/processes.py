@@ -1,8 +1,10 @@
-"""The live workers: one row per ``nexus_worker`` or ``nexus_dispatch`` process, kept up to date by its heartbeat.
+"""The live workers: one row per ``nexus_worker``, ``nexus_dispatch`` or ``nexus_rabbitmq_consume`` process, kept up
+to date by its heartbeat.
 
 A process registers in the database of each queue it serves (as job runs are kept there), with one
 :class:`WorkerProcessQueue` row per queue whose job it runs, so that "is a worker serving queue X" is one indexed
-look-up on every engine. Whether a process is live, stopped or gone is read from its times, never stored.
+look-up on every engine. A consumer registers the queue it stores into, with its own health at each beat (the
+invalid bodies it holds, and why). Whether a process is live, stopped or gone is read from its times, never stored.
 """
 
 from __future__ import annotations
@@ -23,6 +25,27 @@ class ProcessKind(StrEnum):
 
     WORKER = "worker"
     DISPATCH = "dispatch"
+    CONSUMER = "consumer"
+    """``nexus_rabbitmq_consume``: stores into its queue, runs no job."""
+
+
+HEALTHY = "healthy"
+"""A process's own health when it reports no trouble (the values are those of
+:class:`~nexus_queues.messages.HealthStatus`)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a process says of its own health at each heartbeat: a consumer's invalid bodies held, and why."""
+
+    health: str = HEALTHY
+    reason: str = ""
+    held: int = 0
+
+
+def untroubled() -> Condition:
+    """The condition of a process with nothing to report."""
+    return Condition()
 
 
 class ProcessState(StrEnum):
@@ -42,7 +65,15 @@ class WorkerProcessQuerySet(models.QuerySet):
 
     def serving(self, queue: str) -> WorkerProcessQuerySet:
         """Processes that run the job of ``queue``."""
-        return self.filter(queues__queue=queue)
+        return self.filter(queues__queue=queue, kind=ProcessKind.WORKER)
+
+    def consuming(self, queue: str) -> WorkerProcessQuerySet:
+        """Consumers that store into ``queue``."""
+        return self.filter(queues__queue=queue, kind=ProcessKind.CONSUMER)
+
+    def troubled(self) -> WorkerProcessQuerySet:
+        """Processes whose last heartbeat reported them degraded or unhealthy."""
+        return self.exclude(health=HEALTHY)
 
     def dispatching(self) -> WorkerProcessQuerySet:
         """Processes that run a dispatch loop (``nexus_dispatch`` and ``nexus_worker --with-dispatch``)."""
@@ -68,7 +99,7 @@ class WorkerProcessQuerySet(models.QuerySet):
 
 
 class WorkerProcess(models.Model):
-    """A worker or dispatch process as its heartbeat last reported it."""
+    """A worker, dispatch or consumer process as its heartbeat last reported it."""
 
     kind = models.CharField(max_length=10, choices=[(k.value, k.value) for k in ProcessKind])
     host = models.CharField(max_length=255)
@@ -83,6 +114,11 @@ class WorkerProcess(models.Model):
     doing = models.CharField(max_length=20, help_text="At its last heartbeat: running, sleeping, idle, stopping…")
     runs = models.JSONField(default=list, blank=True, help_text="The runs in hand at its last heartbeat: "
                                                                 "[{queue, correlation_id}]")
+    held = models.PositiveIntegerField(default=0, help_text="A consumer's invalid bodies held unacknowledged, at its "
+                                                            "last heartbeat")
+    health = models.CharField(max_length=10, default=HEALTHY, choices=[(h, h) for h in (HEALTHY, "degraded",
+                              "unhealthy")], help_text="Its own health at its last heartbeat")
+    health_reason = models.TextField(blank=True, default="", help_text="Why it is not healthy")
 
     objects = WorkerProcessQuerySet.as_manager()
 

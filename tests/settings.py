@@ -87,6 +87,9 @@ NEXUS_RABBITMQ = {
     "URL": env("NEXUS_TEST_RABBITMQ_URL", default="amqp://guest:guest@127.0.0.1:5672/%2F"),
     "DELAY_PREFIX": env("NEXUS_TEST_RABBITMQ_PREFIX", default="nexus-tests"),
 }
+# The consumer's backoff, short in the tests that lift a refusal and watch it recover.
+if os.environ.get("NEXUS_TEST_RABBITMQ_MAX_BACKOFF"):
+    NEXUS_RABBITMQ["MAX_BACKOFF"] = timedelta(seconds=float(os.environ["NEXUS_TEST_RABBITMQ_MAX_BACKOFF"]))
 # A second alias on the same database, for queues that name another one (``database="queues"``):
 # Django sets it up as a mirror of the default test database.
 DATABASES["queues"] = {**DATABASES["default"]}

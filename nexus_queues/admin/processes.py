@@ -1,4 +1,5 @@
-"""The live workers, read-only: each worker and dispatch process, its queues, state and what it is doing."""
+"""The live workers, read-only: each worker, dispatch and consumer process, its queues, state and what it is doing
+(a consumer's invalid bodies held, and why)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .job_runs import with_seconds
 
 
 class WorkerProcessAdmin(RecordAdmin):
-    """Worker and dispatch processes, newest first: live (green), stopped (grey) or gone (red)."""
+    """Worker, dispatch and consumer processes, newest first: live (green), stopped (grey) or gone (red)."""
 
     list_display = ("kind", "address", "queue_names", "state_label", "started", "last_seen", "doing_now", "version")
     list_filter = ("kind", "host")
@@ -47,6 +48,9 @@ class WorkerProcessAdmin(RecordAdmin):
 
     @admin.display(description="doing")
     def doing_now(self, process: WorkerProcess) -> str:
+        if process.health_reason:
+            return format_html('{} <span class="nexus-held nexus-held-{}">({})</span>', process.doing, process.health,
+                               process.health_reason)
         if not process.runs:
             return process.doing
         return format_html_join(", ", "{} <a href=\"{}\">{}</a>", (

@@ -1,5 +1,6 @@
 """A process's row among the live workers: registered at start, beaten every ``WORKER_HEARTBEAT_INTERVAL`` with what
-the process is doing, marked stopped at a graceful stop. A failing write is logged and tried again at the next beat."""
+the process is doing (and its own health, if it reports one), marked stopped at a graceful stop. A failing write is
+logged and tried again at the next beat."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from django.utils import timezone
 from .. import __version__
 from ..conf import settings
 from ..failures import message_of
-from ..processes import ProcessKind, WorkerProcess, WorkerProcessQueue
+from ..processes import Condition, ProcessKind, WorkerProcess, WorkerProcessQueue, untroubled
 from ..registry import registry
 from .breaker import reset_connections
 
@@ -51,6 +52,7 @@ class Presence(threading.Thread):
     def __init__(
         self, *, kind: ProcessKind, queues: Iterable[str] = (), dispatches: bool = False, concurrency: int = 1,
         burst: bool = False, activity: Callable[[], str], runs: Callable[[], list[dict[str, str]]] = no_runs,
+        condition: Callable[[], Condition] = untroubled,
     ) -> None:
         super().__init__(name="nexus-presence", daemon=True)
         self._activity = activity
@@ -62,6 +64,8 @@ class Presence(threading.Thread):
         }
         self._started_at = timezone.now()
         self._runs = runs
+        self._condition = condition
+        """The process's own health, read on this thread at each beat so the process's loop pays nothing for it."""
         self._rows: dict[str, int] = {}
         self._stopping = threading.Event()
 
@@ -85,8 +89,10 @@ class Presence(threading.Thread):
         """Write ``now`` and what the process does into each of its rows (registering where it has none)."""
         reset_queries()
         runs = self._runs()
+        condition = Condition() if stopped else self._condition()
         update = {"last_seen_at": now, "doing": "stopped" if stopped else "running" if runs else self._activity(),
-                  "runs": [] if stopped else runs}
+                  "runs": [] if stopped else runs, "held": condition.held, "health": condition.health,
+                  "health_reason": condition.reason}
         if stopped:
             update["stopped_at"] = now
         for alias, queues in self._aliases.items():

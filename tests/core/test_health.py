@@ -141,7 +141,7 @@ def test_queue_state__never_reads_the_whole_table():
     enqueue_many(GreetingFactory.build_batch(3))
     with CaptureQueriesContext(connection) as queries:
         queue_state(Greeting)
-    assert len(queries) == 4
+    assert len(queries) == 5
     assert all("LIMIT" in query["sql"].upper() for query in queries), [q["sql"] for q in queries]
 
 
@@ -385,7 +385,8 @@ def test_queue_health__sleeping_needs_a_live_dispatch_loop():
 
 @pytest.mark.django_db
 def test_queue_state__looks_for_workers_only_past_the_grace_in_one_query():
-    """Fresh messages cost no look-up of the workers; past the grace, one query each for workers and dispatch."""
+    """Fresh messages cost no look-up of the workers (only of the troubled consumers); past the grace, one query
+    each for workers and dispatch."""
     now = timezone.now()
     enqueue_many([GreetingFactory()])
     enqueue_many([GreetingFactory()], at=now + timedelta(days=1))
@@ -393,6 +394,35 @@ def test_queue_state__looks_for_workers_only_past_the_grace_in_one_query():
         queue_state(Greeting, now)
     with CaptureQueriesContext(connection) as late:
         queue_state(Greeting, now + timedelta(minutes=4))
-    assert len(fresh) == 4
-    looked_up = [q["sql"] for q in late[4:]]
+    assert len(fresh) == 5 and "nexus_worker_process" in fresh[4]["sql"]
+    looked_up = [q["sql"] for q in late[5:]]
     assert len(looked_up) == 2 and all("nexus_worker_process" in sql for sql in looked_up)
+
+
+def consumer(queue, *, seen, health, reason):
+    row = WorkerProcess.objects.create(
+        kind="consumer", host="host", pid=2, version="0", started_at=seen - timedelta(hours=1), last_seen_at=seen,
+        doing="consuming", held=1, health=health, health_reason=reason,
+    )
+    WorkerProcessQueue.objects.create(process=row, queue=queue)
+    return row
+
+
+@pytest.mark.django_db
+def test_queue_health__a_live_consumer_reports_its_own_trouble():
+    """A live consumer of the queue that reports itself degraded or unhealthy makes the queue so, with its reason
+    and name; one of another queue, or gone, does not; a consumer never counts as the queue's worker."""
+    now = timezone.now()
+    row = consumer("greetings", seen=now, health="degraded", reason="1 invalid body(ies) held")
+    assert queue_health(Greeting, now).reasons == ("consumer host:2: 1 invalid body(ies) held",)
+    assert queue_health(Greeting, now).status == HealthStatus.DEGRADED
+    WorkerProcess.objects.filter(pk=row.pk).update(health="unhealthy")
+    assert queue_health(Greeting, now).status == HealthStatus.UNHEALTHY
+    assert queue_health(Greeting, now + timedelta(minutes=2)).status == HealthStatus.HEALTHY
+    WorkerProcessQueue.objects.filter(process=row).update(queue="pings")
+    assert queue_health(Greeting, now).status == HealthStatus.HEALTHY
+    enqueue_many([GreetingFactory()])
+    later = now + timedelta(minutes=4)
+    WorkerProcess.objects.filter(pk=row.pk).update(last_seen_at=later, health="healthy", health_reason="")
+    WorkerProcessQueue.objects.filter(process=row).update(queue="greetings")
+    assert queue_health(Greeting, later).summary == "Pending messages but no live worker seen"

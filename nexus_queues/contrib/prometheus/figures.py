@@ -12,7 +12,7 @@ from django.db.models import Count
 from ...health import QueueHealth, evaluate, queue_state
 from ...messages import QueueMessage
 from ...overview import status_counts
-from ...processes import WorkerProcess, WorkerProcessQueue
+from ...processes import ProcessKind, WorkerProcess, WorkerProcessQueue
 from ...status import Status
 from ...throughput import Throughput, totals
 
@@ -78,7 +78,7 @@ def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) 
 
 def live_workers(queues: list[str], alias: str, now: datetime) -> dict[str, int]:
     """How many live worker processes serve each of ``queues`` (kept in ``alias``): one query."""
-    live = WorkerProcess.objects.using(alias).live(now)
+    live = WorkerProcess.objects.using(alias).live(now).filter(kind=ProcessKind.WORKER)
     served = WorkerProcessQueue.objects.using(alias).filter(queue__in=queues, process__in=live)
     found = dict(served.order_by().values_list("queue").annotate(n=Count("process")))
     return {queue: found.get(queue, 0) for queue in queues}

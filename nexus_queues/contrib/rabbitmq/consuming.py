@@ -3,7 +3,8 @@
 A crash between the commit and the acknowledgement makes the broker deliver the batch again. A queue with
 identity (``QueueMessageWithId``) then replaces or, idempotent, discards; a queue without stores it twice.
 What was stored is acknowledged before any invalid body is dead-lettered, so a dead-letter that fails never
-brings a stored body back (see :mod:`.held`).
+brings a stored body back (see :mod:`.held`). While it runs, the consumer is among the live workers (kind
+``consumer``, serving the queue it stores into), its row saying how many invalid bodies it holds and why.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.enqueueing import EnqueueResult, enqueue_many
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.health import QueueHealth
-from nexus_queues.messages import QueueMessage
+from nexus_queues.messages import HealthStatus, QueueMessage
+from nexus_queues.processes import Condition, ProcessKind
 from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
+from nexus_queues.worker.presence import Presence
 
 from .bodies import Delivery, sort_deliveries
 from .conf import settings
@@ -79,6 +82,11 @@ class Consumer:
             nexus_settings.WORKER_MAX_BACKOFF,
         )
         self._stopping = threading.Event()
+        self.presence = Presence(
+            kind=ProcessKind.CONSUMER, queues=[message_class.queue_name()], concurrency=prefetch,
+            activity=self.activity, condition=self.condition,
+        )
+        """Its row among the live workers, written by a background thread while :meth:`run` runs."""
         self._connection: BlockingConnection | None = None
         self._channel: BlockingChannel | None = None
         self._publisher: BlockingChannel | None = None
@@ -92,6 +100,7 @@ class Consumer:
         """Consume until :meth:`stop`; :class:`SourceNotFound` when the broker says the source queue does not exist."""
         logger.info("Consumer started: %s -> %s.", self.source, self.message_class.queue_name(),
                     extra={"action": "started"})
+        self.presence.start()
         try:
             while not self._stopping.is_set():
                 pause = self.step()
@@ -100,6 +109,7 @@ class Consumer:
         finally:
             self.disconnect()
             reset_connections()
+            self.presence.stop()
         logger.info("Consumer stopped.", extra={"action": "stopped"})
 
     def step(self) -> float:
@@ -210,6 +220,18 @@ class Consumer:
     def health(self) -> QueueHealth:
         """The consumer's health: degraded while invalid bodies are held, unhealthy once they stop consumption."""
         return self.held.health(self.prefetch)
+
+    def activity(self) -> str:
+        """What the consumer is doing, for its row among the live workers."""
+        if self._stopping.is_set():
+            return "stopping"
+        return "waiting for broker" if self.broker.failures else "consuming"
+
+    def condition(self) -> Condition:
+        """Its health for its row among the live workers: the invalid bodies held, and why."""
+        health = self.health()
+        reason = "" if health.status == HealthStatus.HEALTHY else health.summary
+        return Condition(health.status.value, reason, len(self.held.bodies))
 
     def _refuse(self, delivery: Delivery, reason: str) -> None:
         assert self._channel is not None
