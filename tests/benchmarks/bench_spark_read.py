@@ -6,10 +6,10 @@ Creates and afterwards drops the test database ``test_<name>``, fills the demo's
 queue with ``--rows`` products by SQL (each with two prices, one with a validity window; 1% of them
 in Error), then times, in turn for ``--rounds`` rounds on one SparkSession (``local[2]``):
 
-  nexus        ``spark.read.format("nexus")`` of every column (message fields typed), written to Spark's
-               ``noop`` sink so that every row and column is made
+  nexus        ``spark.read.format("nexus")`` of every column (message fields typed), each row counted and
+               a hash of all its columns summed, so that every row and column is made
   jdbc         ``spark.read.jdbc`` of the same table partitioned on id (``--partitions``, fetchsize 2000, the
-               message as its JSON text), to the same sink
+               message as its JSON text), counted and hashed the same way
   nexus_error  the nexus read of ``where(status == "Error")`` (pushed down), beside jdbc_error, JDBC's own
 
 Spark's JDBC driver is Debian's ``libpostgresql-jdbc-java`` (``apt-get install libpostgresql-jdbc-java``):
@@ -83,15 +83,15 @@ def fill(rows: int) -> None:
     sql(f"VACUUM ANALYZE {QUEUE}")
 
 
-def timed(run: Callable[[], object]) -> float:
+def timed(run: Callable[[], int]) -> tuple[float, int]:
     started = time.perf_counter()
-    run()
-    return time.perf_counter() - started
+    rows = run()
+    return time.perf_counter() - started, rows
 
 
-def made(df: DataFrame) -> Callable[[], object]:
-    """Every row and column of ``df`` made, and nothing kept: Spark's noop sink."""
-    return lambda: df.write.format("noop").mode("overwrite").save()
+def made(df: DataFrame) -> Callable[[], int]:
+    """Every row and column of ``df`` made (a hash of them all summed), and the rows counted."""
+    return lambda: int(df.select(F.count(F.lit(1)), F.sum(F.hash(*df.columns))).collect()[0][0])
 
 
 def readers(spark: SparkSession, args: argparse.Namespace, jdbc: bool) -> dict[str, DataFrame]:
@@ -137,8 +137,11 @@ def main(args: argparse.Namespace) -> None:
     seconds: dict[str, list[float]] = {name: [] for name in frames}
     for _ in range(args.rounds):
         for name, df in frames.items():
-            seconds[name].append(timed(made(df)))
-            print(f"  {name:12s} {seconds[name][-1]:6.1f} s", flush=True)
+            took, rows = timed(made(df))
+            expected = args.rows if not name.endswith("_error") else args.rows // 100
+            assert rows == expected, f"{name} read {rows} rows, not {expected}"
+            seconds[name].append(took)
+            print(f"  {name:12s} {took:6.1f} s", flush=True)
     spark.stop()
     rates = {}
     for name, runs in seconds.items():

@@ -1,7 +1,8 @@
 """Reading a queue as a DataFrame: its id range split into partitions, each read in pages of ids.
 
-Filters Spark pushes on the row columns narrow each page's query (:mod:`.filters`). Planning reads
-only the smallest and largest id (an index's two ends), never counts the rows.
+Planning reads only the smallest and largest id (an index's two ends), never counts the rows.
+Filters are not pushed down: Spark 4.3 reuses the read planned for one query's pushed filters for
+the later unfiltered queries of the same loaded DataFrame (which then miss rows).
 
 The reader is unpickled in Spark's processes before Django is set up there: it reaches the queue
 through the registry, which Django's setup fills.
@@ -11,21 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice, pairwise
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from django.db.models import Q
 from pydantic_core import PydanticUndefined, to_jsonable_python
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ...exceptions import InvalidArgument
 from ...registry import registry
 from .executors import DjangoSetup, django_ready
-from .filters import Condition, push, where
 from .schema import message_keys, row_columns
 from .values import Converter, column_converter
 
@@ -60,8 +59,6 @@ class QueueReader(DataSourceReader):
     """The ``partitions`` option; None for one per :data:`ROWS_PER_PARTITION` ids."""
     schema: StructType
     django: DjangoSetup | None
-    conditions: list[Condition] = field(default_factory=list)
-    """The filters Spark pushed, which every query of the read carries."""
 
     @classmethod
     def plan(cls, queue: str, partitions: int | None, schema: StructType, django: DjangoSetup | None) -> QueueReader:
@@ -69,15 +66,10 @@ class QueueReader(DataSourceReader):
         RowMaker(registry.get(queue), schema)  # an unknown column fails here rather than in every task
         return cls(queue, partitions, schema, django)
 
-    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        """Keep the filters the database can apply; give back those Spark must apply (some of them both)."""
-        self.conditions, left = push(registry.get(self.queue), filters)
-        return left
-
     def partitions(self) -> list[IdRange]:
         """The queue's ids, from its smallest to its largest, in ranges of equal width."""
         with django_ready(self.django):
-            items = registry.get(self.queue).queue_items().filter(self._ids_where())
+            items = registry.get(self.queue).queue_items()
             first = items.order_by("id").values_list("id", flat=True).first()
             last = items.order_by("-id").values_list("id", flat=True).first()
         if first is None or last is None:
@@ -92,18 +84,13 @@ class QueueReader(DataSourceReader):
         with django_ready(self.django):
             message_class = registry.get(self.queue)
             maker = RowMaker(message_class, self.schema)
-            items = message_class.queue_items().filter(where(self.conditions))
-            rows = pages(items, partition, maker.columns)
+            rows = pages(message_class.queue_items(), partition, maker.columns)
             while page := [maker.row(row) for row in islice(rows, PAGE)]:
                 columns = zip(*page, strict=True)
                 yield pa.RecordBatch.from_arrays(
                     [pa.array(values, type=column.type) for values, column in zip(columns, arrow, strict=True)],
                     schema=arrow,
                 )
-
-    def _ids_where(self) -> Q:
-        """The pushed conditions on the id alone: an index answers the smallest and largest id under them."""
-        return where(condition for condition in self.conditions if condition.column == "id")
 
 
 def default_partitions(ids: int) -> int:

@@ -23,9 +23,6 @@ from .writing import StreamWriter, SyncWriter
 
 REGISTERED = "spark.nexus_queues.registered"
 """Set on a session once :func:`register` gave it the data source."""
-PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
-"""Spark's switch for filters pushed to Python data sources: off by default, and a reader that takes them
-fails without it."""
 
 
 class NexusDataSource(DataSource):
@@ -85,7 +82,6 @@ def register(spark: SparkSession) -> None:
     # A class made here is pickled by value: every Spark process that unpickles it gets the setup.
     source = type("RegisteredNexusDataSource", (NexusDataSource,), {"django": setup, "__module__": __name__})
     spark.dataSource.register(source)
-    spark.conf.set(PUSHDOWN, "true")
     spark.conf.set(REGISTERED, "true")
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -13,12 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, LessThanOrEqual, Not, StringStartsWith
 from pyspark.sql.types import StringType, StructField, StructType
 
 from nexus_queues import Status, enqueue_many
 from nexus_queues.contrib.spark.executors import DjangoSetup
-from nexus_queues.contrib.spark.filters import Condition, push
 from nexus_queues.contrib.spark.reading import (
     IdRange,
     QueueReader,
@@ -29,7 +25,7 @@ from nexus_queues.contrib.spark.reading import (
 )
 from nexus_queues.contrib.spark.schema import spark_schema
 from nexus_queues.exceptions import InvalidArgument
-from tests.testapp.queues import Audit, Greeting, Inventory, Product
+from tests.testapp.queues import Audit, Greeting, Product
 
 spark_db = pytest.mark.django_db(transaction=True)
 """Spark's processes read what the test committed."""
@@ -161,55 +157,6 @@ def test_read__errors_per_day(spark: SparkSession) -> None:
     ]
 
 
-def rows_read(df: DataFrame) -> tuple[list[int], int]:
-    """The ids ``df`` gives, and how many rows its scan of the queue read from the database."""
-    ids = sorted(row.id for row in df.collect())
-    plan = df._jdf.queryExecution().executedPlan()
-    return ids, sum(scan.metrics().apply("numOutputRows").value() for scan in scans(plan))
-
-
-def scans(node: Any) -> Iterator[Any]:
-    """The BatchScan nodes of an executed plan (a JVM object), depth first."""
-    if node.nodeName().startswith("BatchScan"):
-        yield node
-    for index in range(node.children().size()):
-        yield from scans(node.children().apply(index))
-
-
-@spark_db
-@pytest.mark.parametrize(
-    ("condition", "expected"),
-    [
-        pytest.param(lambda ids: F.col("status") == "Error", lambda ids: ids[2:5], id="status"),
-        pytest.param(lambda ids: F.col("status").isin("Error", "Processed"), lambda ids: ids[2:7], id="status in"),
-        pytest.param(lambda ids: F.col("id").between(ids[3], ids[8]), lambda ids: ids[3:9], id="id range"),
-        pytest.param(
-            lambda ids: (F.col("id") > ids[1]) & (F.col("status") != "Pending"),
-            lambda ids: [*ids[2:7], ids[9]],
-            id="id and status",
-        ),
-        pytest.param(
-            lambda ids: F.col("updated_at") >= datetime(2026, 3, 3, tzinfo=UTC), lambda ids: ids[4:7], id="time"
-        ),
-        pytest.param(
-            lambda ids: F.col("process_at").isNotNull() & (F.col("process_at") < datetime(2030, 1, 1, tzinfo=UTC)),
-            lambda ids: ids[9:10],
-            id="optional time",
-        ),
-    ],
-)
-def test_read__filters_pushed_down(spark: SparkSession, condition: Any, expected: Any) -> None:
-    """Filters on status, ids and times reach the database: the scan reads only the rows that match, and the
-    rows are those Spark's own filter keeps."""
-    ids = errors_and_times()
-
-    df = read(spark, "greetings").where(condition(ids))
-    got, read_rows = rows_read(df)
-
-    assert got == expected(ids)
-    assert read_rows == len(expected(ids))
-
-
 def errors_and_times() -> list[int]:
     """Twelve greetings: 2 Pending, 3 Error (2 on Monday, 1 on Tuesday), 2 Processed (Tuesday), 5 Pending (one
     Sleeping until 2029); their ids."""
@@ -226,65 +173,18 @@ def errors_and_times() -> list[int]:
 
 
 @spark_db
-def test_read__negated_and_null_filters_as_spark_has_them(spark: SparkSession) -> None:
-    """A negated filter on a nullable column keeps no null, as in Spark; NOT IN with a null keeps no row."""
-    enqueue_many([Greeting(name="a"), Greeting(name="b")])
-    enqueue_many([Inventory(sku="S1", quantity=1), Inventory(sku="S2", quantity=2)])
-    greetings = read(spark, "greetings")
-    inventory = read(spark, "inventory")
-
-    assert greetings.where(F.col("message_id") != "x").count() == 0
-    assert greetings.where(F.col("message_id").isNull()).count() == 2
-    assert [r.sku for r in inventory.where(F.col("message_id") != "S1").collect()] == ["S2"]
-    assert inventory.where(~F.col("message_id").isin("S1", None)).count() == 0
-    assert inventory.where(F.col("message_id").startswith("S")).count() == 2
-
-
-def test_push__exact_filters_left_to_the_database() -> None:
-    """Filters on numbers and times are the database's alone; filters on text are pushed and checked again by
-    Spark (MariaDB compares text without case); others are Spark's."""
-    moment = datetime(2026, 3, 2, tzinfo=UTC)
-    on_id, on_time = GreaterThan(("id",), 5), LessThanOrEqual(("updated_at",), moment)
-    on_status, on_name = EqualTo(("status",), "Error"), EqualTo(("name",), "Ada")
-    not_in = Not(In(("status",), ("Done", "Error")))
-
-    conditions, left = push(Greeting, [on_id, on_time, on_status, on_name, not_in])
-
-    assert conditions == [
-        Condition("id", "gt", 5),
-        Condition("updated_at", "lte", moment),
-        Condition("status", "exact", "Error"),
-        Condition("status", "in", ("Done", "Error"), negated=True),
-    ]
-    assert left == [on_status, on_name, not_in]
-
-
-def test_push__values_of_another_type_stay_with_spark() -> None:
-    """A filter comparing a column to a value of another type (or a naive time, or a nested column) is not pushed."""
-    filters = [
-        EqualTo(("id",), "5"), EqualTo(("attempts",), True), GreaterThan(("created_at",), datetime(2026, 1, 1)),
-        IsNull(("prices", "amount")), StringStartsWith(("times",), "1"),
-    ]
-
-    assert push(Greeting, filters) == ([], filters)
-
-
-@spark_db
 def test_queue_reader__plans_without_counting() -> None:
-    """Planning a read asks the database for the smallest and largest id, under the id filters only: no COUNT,
-    which reads every row."""
+    """Planning a read asks the database for the smallest and largest id: no COUNT, which reads every row."""
     enqueue_many([Greeting(name=f"n{i}") for i in range(10)])
     ids = list(Greeting.queue_items().order_by("id").values_list("id", flat=True))
     reader = QueueReader.plan("greetings", 3, spark_schema(Greeting), DjangoSetup.of_this_process())
-    reader.pushFilters([GreaterThan(("id",), ids[1]), EqualTo(("status",), "Error")])
 
     with CaptureQueriesContext(connection) as queries:
         ranges = reader.partitions()
 
-    assert ranges == id_ranges(ids[2], ids[9], 3)
+    assert ranges == id_ranges(ids[0], ids[9], 3)
     assert len(queries) == 2
     assert not any("COUNT" in query["sql"].upper() for query in queries)
-    assert all("status" not in query["sql"] for query in queries)
 
 
 def test_id_ranges__split_evenly() -> None:
@@ -356,3 +256,16 @@ def test_row_maker__unknown_column() -> None:
     """A schema naming a column the queue does not have fails, listing the ones it has."""
     with pytest.raises(InvalidArgument, match="no column colour; it has id, message_id, .*, name, times"):
         maker("name", "colour")
+
+
+@spark_db
+def test_read__unfiltered_after_filtered_reads_every_row(spark: SparkSession) -> None:
+    """A DataFrame loaded once and read filtered, then unfiltered, reads every row the second time (Spark 4.3
+    reuses a pushed-down read for the later queries of its DataFrame: the reason filters are not pushed)."""
+    ids = errors_and_times()
+    messages = read(spark, "greetings")
+
+    errors = messages.where(F.col("status") == "Error").count()
+    every = messages.count()
+
+    assert (errors, every) == (3, len(ids))
