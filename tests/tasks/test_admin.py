@@ -137,7 +137,7 @@ def test_changelist__query_count_does_not_grow_with_rows(admin_client: Client) -
         tasks.add.enqueue(n, n)
     tasks.fail.enqueue("second")
     run_tasks()
-    assert queries() == few <= 19  # the session, the overview's probes, its troubled consumers and counts per status, one page
+    assert queries() == few <= 19  # the session, the overview's probes and troubled consumers, counts by status, a page
 
 
 def test_change_view__shows_the_result(admin_client: Client) -> None:
