@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pytest
@@ -40,40 +40,14 @@ class Background:
 
 
 @contextmanager
-def row_held(message_class: Any, message_id: str) -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Hold the row of ``message_id`` locked from another connection; the context gives ``then(change)``,
-    which runs ``change`` in the holder's transaction before it commits, when the block ends."""
-    locked, release = threading.Event(), threading.Event()
-    changes: list[Callable[[], None]] = []
-
-    def hold() -> None:
-        with transaction.atomic():
-            message_class.queue_items().select_for_update().get(message_id=message_id)
-            locked.set()
-            release.wait()
-            for change in changes:
-                change()
-
-    holder = Background(hold)
-    assert locked.wait(PATIENCE)
-    try:
-        yield changes.append
-    finally:
-        release.set()
-        holder.outcome()
-
-
-@contextmanager
-def turn_held(message_class: Any) -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Hold the merge turn of ``message_class``'s queue from another connection, as a merge would; the context gives
-    ``then(change)``, which runs ``change`` in the holder's transaction before it commits, when the block ends."""
-    from nexus_queues import staging
-
+def held(take: Callable[[], AbstractContextManager[Any]]) -> Iterator[Callable[[Callable[[], None]], None]]:
+    """Hold what ``take()`` enters from another connection; the context gives ``then(change)``, which runs
+    ``change`` inside it, before the holder lets go, when the block ends."""
     taken, release = threading.Event(), threading.Event()
     changes: list[Callable[[], None]] = []
 
     def hold() -> None:
-        with staging.turn(message_class, on_wait=lambda: None):
+        with take():
             taken.set()
             release.wait()
             for change in changes:
@@ -86,6 +60,25 @@ def turn_held(message_class: Any) -> Iterator[Callable[[Callable[[], None]], Non
     finally:
         release.set()
         holder.outcome()
+
+
+def row_held(message_class: Any, message_id: str) -> AbstractContextManager[Callable[[Callable[[], None]], None]]:
+    """Hold the row of ``message_id`` locked from another connection, in a transaction ``then`` changes run in."""
+
+    @contextmanager
+    def locked() -> Iterator[None]:
+        with transaction.atomic():
+            message_class.queue_items().select_for_update().get(message_id=message_id)
+            yield
+
+    return held(locked)
+
+
+def turn_held(message_class: Any) -> AbstractContextManager[Callable[[Callable[[], None]], None]]:
+    """Hold the merge turn of ``message_class``'s queue from another connection, as a merge would."""
+    from nexus_queues import staging
+
+    return held(lambda: staging.turn(message_class, on_wait=lambda: None))
 
 
 def lock_waits(longer_than: int = -1) -> int:
