@@ -23,6 +23,8 @@ from django.utils.text import slugify
 from .backends import backend_for
 from .backends.base import MergeCounts as MergeCounts
 from .backends.base import StagedRow as StagedRow
+from .backends.budget import UNLIMITED as UNLIMITED
+from .backends.budget import Budget as Budget
 from .status import MAX_STATUS_LENGTH
 
 if TYPE_CHECKING:
@@ -115,6 +117,11 @@ def stage(alias: str, table: str, rows: Sequence[StagedRow]) -> None:
     if rows:
         with transaction.atomic(using=alias):
             backend_for(alias).stage_rows(table, rows)
+
+
+def budget(alias: str) -> Budget:
+    """What one staging statement may carry on ``alias``: a row larger than that is rejected, not staged."""
+    return backend_for(alias).budget()
 
 
 def rejects(alias: str, table: str, tokens: Sequence[int]) -> Iterable[str]:

@@ -133,6 +133,21 @@ def test_spark_sync__staging_batches_larger_than_the_packet_are_stored(packet, f
     assert counts.new == 400 == Product.queue_model.objects.count()
 
 
+def test_spark_sync__a_row_larger_than_the_packet_is_rejected_alone(packet, spark, tmp_path):  # noqa: F811
+    """A row whose message takes more than the packet is a reject naming its size and the limit, told in the rejects
+    file by its place and the sizes of its long values; the other rows are stored."""
+    path = tmp_path / "rejects.jsonl"
+    rows = [(f"s{n}", "p" * (packet + 1 if n == 2 else 10)) for n in range(5)]
+    counts = sync(spark.createDataFrame(rows, "sku string, name string").coalesce(1), Product, rejects=str(path))
+    assert (counts.new, counts.rejected) == (4, 1)
+    assert sorted(Product.queue_model.objects.values_list("message_id", flat=True)) == ["s0", "s1", "s3", "s4"]
+    (reject,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert reject["position"] == 2
+    assert reject["row"] == {"sku": "s2", "name": f"({packet + 3:,} characters of JSON)"}
+    assert "the database takes at most" in reject["errors"][0]["reason"]
+    assert f"max_allowed_packet {packet:,}" in reject["errors"][0]["reason"]
+
+
 def test_consumer__bodies_larger_than_the_packet_are_stored(packet, broker: Broker):  # noqa: F811
     """Three hundred bodies in hand, a quarter more than the packet in all: stored, the big one alone refused."""
     source = broker.name("in")

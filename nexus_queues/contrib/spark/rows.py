@@ -10,22 +10,27 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from ...enqueueing import Placement, enqueue_row, resolve_placement
-from ...exceptions import NexusQueuesError
+from ...exceptions import MessageTooLarge, NexusQueuesError
 from ...messages import QueueMessage
 from ...serialization import MessageEncoder
-from ...staging import StagedRow
+from ...staging import UNLIMITED, Budget, StagedRow
 
 PLACEMENT_COLUMNS = ("process_at", "expires_at", "status", "headers")
 """Optional columns that place the message rather than fill it (unless the message class has such a field)."""
 POSITION_BITS = 40
 """A partition's rows are numbered below 2**40; its index fills the bits above."""
+PREVIEW_CHARACTERS = 200
+"""A row too large to store is rejected with each longer value told by its size, so that the reject fits."""
 
 
 class RowStager:
     """Turns the Arrow batches of one partition into staged rows under one token."""
 
-    def __init__(self, message_class: type[QueueMessage], token: int, partition: int, now: datetime) -> None:
+    def __init__(
+        self, message_class: type[QueueMessage], token: int, partition: int, now: datetime, budget: Budget = UNLIMITED
+    ) -> None:
         self.message_class = message_class
+        self.budget = budget
         self.token = token
         self.now = now
         self.next_position = partition << POSITION_BITS
@@ -61,10 +66,18 @@ class RowStager:
         except NexusQueuesError as exc:
             errors.append({"field": getattr(exc, "field", "") or "(message)", "reason": str(exc)})
         if errors:
-            self.rejected += 1
-            reject = json.dumps({"position": position, "row": record, "errors": errors}, cls=_Encoder)
-            return StagedRow(self.token, position, None, None, None, None, None, None, None, reject)
-        return StagedRow(self.token, position, row.message_id, row.message, row.message_hash, *row[3:7], None)
+            return self._reject(position, record, errors)
+        staged = StagedRow(self.token, position, row.message_id, row.message, row.message_hash, *row[3:7], None)
+        try:
+            self.budget.check([staged])
+        except MessageTooLarge as exc:
+            return self._reject(position, _preview(record), [{"field": "(message)", "reason": str(exc)}])
+        return staged
+
+    def _reject(self, position: int, record: dict[str, Any], errors: list[dict[str, str]]) -> StagedRow:
+        self.rejected += 1
+        reject = json.dumps({"position": position, "row": record, "errors": errors}, cls=_Encoder)
+        return StagedRow(self.token, position, None, None, None, None, None, None, None, reject)
 
     def _placement(
         self, process_at: Any = None, expires_at: Any = None, status: Any = None, headers: Any = None
@@ -102,6 +115,15 @@ class _Encoder(MessageEncoder):
 class _PlacementError(Exception):
     def __init__(self, column: str, reason: str) -> None:
         self.error = {"field": column, "reason": reason}
+
+
+def _preview(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with each value longer than :data:`PREVIEW_CHARACTERS` as JSON told by its size instead."""
+    sizes = {name: len(json.dumps(value, cls=_Encoder)) for name, value in record.items()}
+    return {
+        name: value if sizes[name] <= PREVIEW_CHARACTERS else f"({sizes[name]:,} characters of JSON)"
+        for name, value in record.items()
+    }
 
 
 def _field(location: tuple[Any, ...]) -> str:

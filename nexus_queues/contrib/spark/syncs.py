@@ -66,7 +66,7 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     message_class, alias = _queue(options)
     context = TaskContext.get()
     partition = context.partitionId() if context else 0
-    stager = RowStager(message_class, staging.new_token(), partition, timezone.now())
+    stager = RowStager(message_class, staging.new_token(), partition, timezone.now(), staging.budget(alias))
     rows, clock = 0, _Stopwatch()
     for batch in clock.each("reading", batches):
         with cycle_collector_held():
