@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated
 from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import DispatchLoop
 
+from ..processes import ProcessCommand
 from ._signals import stop_on_signals
 
 
-class Command(BaseCommand):
+class Command(ProcessCommand):
     help = "Make due Sleeping messages Pending; sleep until the next is due or a new one is stored."
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

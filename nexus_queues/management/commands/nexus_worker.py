@@ -6,7 +6,7 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated, NotRegistered
 from nexus_queues.jobs import jobs
@@ -15,6 +15,7 @@ from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 
+from ..processes import ProcessCommand
 from ._signals import stop_on_signals
 
 
@@ -29,7 +30,7 @@ def seconds(text: str) -> timedelta:
     return timedelta(seconds=value)
 
 
-class Command(BaseCommand):
+class Command(ProcessCommand):
     help = (
         "Run queue jobs (lease Pending messages, process them, sleep until a wake-up or the peek delay) and the "
         "periodic jobs' ticks."
