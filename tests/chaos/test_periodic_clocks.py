@@ -82,7 +82,7 @@ def test_periodic_clock__a_host_ahead_claims_no_future_tick_and_stalls_nobody(ca
     stores it as the last handled."""
     job, database_now = job_on(FIVE), backend_for("default").database_now()
     worker_at(database_now - HOUR, job)  # the job is known from an hour ago
-    fast_now = database_now + ahead
+    fast_now = Every(FIVE).latest(database_now + ahead) + STEP  # its three steps fall between the same two ticks
     fast = worker_at(fast_now, job)
     claims = Claims()
     with connection.execute_wrapper(claims):
