@@ -46,5 +46,5 @@ def log_backlog() -> None:
 
 
 def _described(product: ProductUpdated, moment: datetime) -> str:
-    prices = ", ".join(f"{p.amount} {p.currency}" for p in prices_at(product.prices, moment)) or "no price"
+    prices = ", ".join(f"{p.amount:.2f} {p.currency}" for p in prices_at(product.prices, moment)) or "no price"
     return f"{product.name!r} at {prices}"
