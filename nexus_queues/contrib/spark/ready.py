@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from django.db import DatabaseError, connections
 
-from ...exceptions import ConfigurationError
+from ...exceptions import ConfigurationError, NotMigrated
 from ...messages import QueueMessage
 from .models import Sync
-
-
-class NotMigrated(ConfigurationError):
-    """The database lacks tables a sync writes: run manage.py migrate."""
 
 
 def check_migrated(message_class: type[QueueMessage]) -> None:
