@@ -69,6 +69,21 @@ class DatabaseUnavailable(NexusQueuesError):
     """The database kept failing for WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: a burst worker gives up, exit status 1."""
 
 
+class DrainDidNotEnd(NexusQueuesError):
+    """A test's :func:`~nexus_queues.testing.drain` still found messages Pending after its ``max_runs`` runs.
+
+    ``queue`` and ``max_runs`` say which and how many: a job that enqueues into its own queue at every run never
+    lets it empty.
+    """
+
+    def __init__(self, queue: str, max_runs: int) -> None:
+        self.queue, self.max_runs = queue, max_runs
+        super().__init__(
+            f"Queue {queue!r} still has Pending messages after {max_runs} runs of its job: does the job enqueue "
+            "into its own queue every time? Pass a larger max_runs if it is meant to take longer."
+        )
+
+
 class NotMigrated(ConfigurationError):
     """The database lacks tables the worker needs: run ``manage.py migrate``."""
 

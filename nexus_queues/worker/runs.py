@@ -41,12 +41,18 @@ class _Classified:
 
 def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
     """One run of ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
+    return run_batch(job, heartbeat)[0]
+
+
+def run_batch(job: type[QueueJob], heartbeat: Heartbeat) -> tuple[int, JobRun | None]:
+    """One run of ``job`` over one leased batch: how many messages it leased, and its recorded run (None when
+    nothing was Pending)."""
     cid = uuid.uuid4().hex
     token = correlation_id.set(cid)
     try:
         items, run = _lease(job, cid)
         if not items:
-            return 0
+            return 0, None
         logger.debug("Leased %s message(s) of %s.", len(items), run.queue, extra={"action": "leased"})
         instance = job()
         heartbeat.hold(cid, items, job.lease_time)
@@ -55,7 +61,7 @@ def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
         finally:
             heartbeat.release(cid)
         _acknowledge(instance, run, _classify(instance, items, outcomes))
-        return len(items)
+        return len(items), run
     finally:
         correlation_id.reset(token)
 
