@@ -13,6 +13,7 @@ import importlib.util
 import linecache
 import logging
 import sys
+import unittest
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,9 +108,23 @@ def test_snippet__runs(snippet: Snippet, sandbox: dict[str, Any]) -> None:
     linecache.cache[snippet.name] = (len(snippet.code), None, snippet.code.splitlines(True), snippet.name)
     exec(compile(snippet.code, snippet.name, "exec"), sandbox)
     _check_settings(sandbox)
+    _run_tests(sandbox)
     for value in list(sandbox.values()):
         if isinstance(value, type) and issubclass(value, AppConfig) and value is not AppConfig:
             value.ready(value.__new__(value))
+
+
+def _run_tests(namespace: dict[str, Any]) -> None:
+    """The tests a block defines pass: its ``test_*`` functions, called as they are, and its TestCase classes."""
+    for name, value in list(namespace.items()):
+        if getattr(value, "__module__", None) != SCRATCH_MODULE:
+            continue
+        if name.startswith("test_") and callable(value):
+            value()
+        elif isinstance(value, type) and issubclass(value, unittest.TestCase):
+            result = unittest.TestResult()
+            unittest.defaultTestLoader.loadTestsFromTestCase(value).run(result)
+            assert result.testsRun and result.wasSuccessful(), result.errors + result.failures
 
 
 def _check_settings(namespace: dict[str, Any]) -> None:
