@@ -21,15 +21,14 @@ DJANGO_OPTIONS = {"-h", "--help", "--version", "-v", "--verbosity", "--settings"
                   "--no-color", "--force-color", "--skip-checks"}
 
 
-def _settings_tables() -> tuple[dict[str, str], dict[str, str], set[str]]:
-    """(NEXUS_QUEUES rows, NEXUS_RABBITMQ rows, removed rows): each setting's name and second column."""
-    current, removed = SETTINGS_PAGE.read_text().split("## Removed settings")
-    core, rabbitmq = current.split("## The RabbitMQ bridge")
+def _settings_tables() -> tuple[dict[str, str], dict[str, str]]:
+    """(NEXUS_QUEUES rows, NEXUS_RABBITMQ rows): each setting's name and second column."""
+    core, rabbitmq = SETTINGS_PAGE.read_text().split("## The RabbitMQ bridge")
 
     def rows(text: str) -> dict[str, str]:
         return {m["name"]: m["second"].strip() for m in _ROW.finditer(text)}
 
-    return rows(core), rows(rabbitmq), set(rows(removed))
+    return rows(core), rows(rabbitmq)
 
 
 @pytest.mark.parametrize(("table", "defaults"), [(0, Settings), (1, RabbitMQSettings)], ids=["core", "rabbitmq"])
@@ -42,13 +41,6 @@ def test_settings_page__lists_every_setting_with_its_default(table: int, default
     for f in fields(defaults):
         shown = documented[f.name].strip("`")
         assert eval(shown, {"timedelta": timedelta}) == f.default, f"{f.name}: page says {shown}, code {f.default!r}"
-
-
-def test_settings_page__removed_settings_are_gone() -> None:
-    """A setting listed as removed no longer exists (else the page must list it again)."""
-    removed = _settings_tables()[2]
-    still_there = removed & {f.name for f in fields(Settings)}
-    assert removed and not still_there, f"listed as removed but still settings: {sorted(still_there)}"
 
 
 @pytest.mark.parametrize(
