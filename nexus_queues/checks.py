@@ -11,10 +11,9 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from .conf import Settings, settings
-from .exceptions import ConfigurationError
+from .exceptions import ConfigurationError, InvalidSchedule
 from .job_control import all_jobs
 from .registry import registry
-from .schedules import InvalidSchedule
 from .setting_types import CHECK_ID
 from .setting_types import problems as declared_problems
 

@@ -11,20 +11,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .backends import backend_for
-from .exceptions import NexusQueuesError, NotRegistered
+from .exceptions import InvalidSchedule, JobSwitchedOff, NotRegistered
 from .jobs import QueueJob, jobs
 from .messages import QueueMessage
 from .models import JobRun, PeriodicJobSettings
 from .periodic_jobs import PeriodicJob, periodic_jobs
-from .schedules import InvalidSchedule
 from .updates import default_status, set_processing_enabled
 
 Action = Literal["view", "change"]
 Job = type[QueueJob] | type[PeriodicJob]
-
-
-class JobSwitchedOff(NexusQueuesError):
-    """A switched-off job is not started: switch it on first."""
 
 
 @dataclass(frozen=True)
