@@ -47,7 +47,7 @@ def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     problems: list[checks.CheckMessage] = []
     for job in all_jobs():
         try:
-            job.timetable()
+            job.get_schedule()
         except InvalidSchedule as exc:
             problems.append(checks.Error(
                 f"Job {job.name()} has a bad schedule: {exc}",

@@ -77,7 +77,7 @@ def state_of(job: Job, now: datetime | None = None) -> JobState:
     """What the jobs page shows of ``job`` (two or three indexed reads); a bad schedule is shown, not raised."""
     now = now or timezone.now()
     try:
-        schedule = job.timetable()
+        schedule = job.get_schedule()
         words = schedule.describe() if schedule else "Continuously"
     except InvalidSchedule as exc:  # the system check E001 reports it too
         schedule, words = None, f"Invalid: {exc}"

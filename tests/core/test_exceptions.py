@@ -35,7 +35,6 @@ OLD_HOMES = [
     ("nexus_queues.contrib.rabbitmq.publishing", "NotPublished"),
     ("nexus_queues.contrib.spark", "SyncFailed"),
     ("nexus_queues.contrib.spark.syncing", "SyncFailed"),
-    ("nexus_queues.contrib.spark.syncs", "TooManyRejects"),
     ("nexus_queues.job_control", "JobSwitchedOff"),
     ("nexus_queues.json_input", "MalformedJSON"),
     ("nexus_queues.schedules", "InvalidSchedule"),

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from nexus_queues.exceptions import InvalidMode, NotRegistered, SourceNotFound
 from nexus_queues.management.arguments import at_least
-from nexus_queues.management.commands._signals import stop_on_signals
+from nexus_queues.management.stopping import stop_on_signals
 from nexus_queues.registry import registry
 from nexus_queues.worker import logs
 
