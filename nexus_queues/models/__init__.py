@@ -1,5 +1,6 @@
-"""The queue table's row (:class:`QueueItem`), the per-queue models made from message classes,
-and the runtime settings each queue keeps in the database."""
+"""The app's models: the queue table's row (:class:`QueueItem`), the per-queue models made from message classes,
+and the runtime settings each queue keeps in the database, here; the live processes, the throughput minutes and the
+API tokens in this package's other modules."""
 
 from __future__ import annotations
 
@@ -13,16 +14,17 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
-from . import updates
-from .api_tokens import ApiToken  # noqa: F401  (the app's models are found here)
-from .exceptions import ConfigurationError
-from .fields import MessageField
-from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)
-from .status import MAX_STATUS_LENGTH, Status
-from .throughput import QueueMinute  # noqa: F401
+from .. import updates
+from ..exceptions import ConfigurationError
+from ..fields import MessageField
+from ..status import MAX_STATUS_LENGTH, Status
+from .api_tokens import ApiToken as ApiToken
+from .processes import WorkerProcess as WorkerProcess
+from .processes import WorkerProcessQueue as WorkerProcessQueue
+from .throughput import QueueMinute as QueueMinute
 
 if TYPE_CHECKING:
-    from .messages import QueueMessage
+    from ..messages import QueueMessage
 
 
 class QueueItemQuerySet(models.QuerySet):
