@@ -14,7 +14,7 @@ _DEFINING_QUEUES = {
     "QueueMessage": "messages",
     "QueueMessageWithId": "messages",
     "Status": "status",
-    "HealthStatus": "messages",
+    "HealthStatus": "status",
 }
 _ENQUEUEING = {
     "enqueue": "enqueueing",
@@ -62,10 +62,10 @@ if TYPE_CHECKING:
     from .job_control import find_job, run_now, set_job_enabled, state_of
     from .jobs import QueueJob, previous_message
     from .leasing import abandon_expired_leases, lease
-    from .messages import HealthStatus, QueueMessage, QueueMessageWithId
+    from .messages import QueueMessage, QueueMessageWithId
     from .periodic_jobs import PeriodicJob, periodic
     from .schedules import schedule_of
-    from .status import Status
+    from .status import HealthStatus, Status
     from .updates import (
         default_status,
         dispatch_due,

@@ -23,7 +23,7 @@ class ProcessKind(StrEnum):
 
 HEALTHY = "healthy"
 """A process's own health when it reports no trouble (the values are those of
-:class:`~nexus_queues.messages.HealthStatus`)."""
+HealthStatus, in nexus_queues.status)."""
 
 
 class ProcessState(StrEnum):

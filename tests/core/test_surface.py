@@ -16,6 +16,7 @@ MOVED_MODELS = [
     ("nexus_queues.throughput", "QueueMinute"),
     ("nexus_queues.api_tokens", "ApiToken"),
 ]
+"""Models that moved into the models package, and the module each was imported from before."""
 
 
 def _doc_imports() -> list[tuple[str, str, str]]:
@@ -51,3 +52,11 @@ def test_docs__import_the_root_names_from_the_root() -> None:
 def test_models__importable_where_they_were(module: str, name: str) -> None:
     """A model that moved into the models package is the same class at its old import path."""
     assert getattr(import_module(module), name) is getattr(models, name)
+
+
+def test_health_status__importable_from_messages_where_it_was() -> None:
+    """HealthStatus, now beside Status, is still importable from nexus_queues.messages."""
+    from nexus_queues.messages import HealthStatus
+    from nexus_queues.status import HealthStatus as moved
+
+    assert HealthStatus is moved is nexus_queues.HealthStatus
