@@ -60,3 +60,10 @@ def test_health_status__importable_from_messages_where_it_was() -> None:
     from nexus_queues.status import HealthStatus as moved
 
     assert HealthStatus is moved is nexus_queues.HealthStatus
+
+
+def test_reference__lists_every_root_name() -> None:
+    """The Python API reference's table of the root's names holds exactly ``__all__``."""
+    page = (PAGES[0].parent / "docs" / "reference" / "api.md").read_text()
+    table = page.split("| for | names |", 1)[1].split("\n\n", 1)[0]
+    assert sorted(re.findall(r"`(\w+)`(?!\()", table)) == sorted(nexus_queues.__all__)
