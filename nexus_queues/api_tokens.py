@@ -5,31 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import get_hasher, identify_hasher
-from django.db import models
 from django.db.models.signals import post_save, pre_save
-from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from .models.api_tokens import ApiToken as ApiToken  # importable from here, where it was
+
 SALT = "nexus_queues.api.token"
-
-
-class ApiToken(models.Model):
-    """One bearer token made by ``manage.py nexus_api_token``; deleting its row revokes it."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    password = models.CharField(max_length=32, help_text="Fingerprint of the user's password hash the token is bound "
-                                                         "to; follows rehashes of the same password")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        db_table = "nexus_api_token"
-        verbose_name = "API token"
-
-    def __str__(self) -> str:
-        return f"API token {self.pk} of user {self.user_id}"
 
 
 def fingerprint(password_hash: str) -> str:

@@ -11,10 +11,9 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from .conf import Settings, settings
-from .exceptions import ConfigurationError
+from .exceptions import ConfigurationError, InvalidSchedule
 from .job_control import all_jobs
 from .registry import registry
-from .schedules import InvalidSchedule
 from .setting_types import CHECK_ID
 from .setting_types import problems as declared_problems
 
@@ -48,7 +47,7 @@ def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     problems: list[checks.CheckMessage] = []
     for job in all_jobs():
         try:
-            job.timetable()
+            job.get_schedule()
         except InvalidSchedule as exc:
             problems.append(checks.Error(
                 f"Job {job.name()} has a bad schedule: {exc}",

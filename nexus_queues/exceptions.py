@@ -1,12 +1,23 @@
-"""Every error nexus_queues raises derives from :class:`NexusQueuesError`."""
+"""Every error nexus_queues raises derives from :class:`NexusQueuesError`; those of a misconfiguration also derive
+from Django's ``ImproperlyConfigured`` (through :class:`ConfigurationError`)."""
 
 from __future__ import annotations
 
+import inspect
+from typing import TYPE_CHECKING
+
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from .contrib.spark.models import Sync
 
 
 class NexusQueuesError(Exception):
     """Base class of every nexus_queues error."""
+
+    def __init__(self, *args: object) -> None:
+        # Raised bare, an error says what its docstring's first paragraph says.
+        super().__init__(*(args or (inspect.cleandoc(type(self).__doc__ or "").split("\n\n")[0].replace("\n", " "),)))
 
 
 class ConfigurationError(NexusQueuesError, ImproperlyConfigured):
@@ -127,3 +138,92 @@ class StreamCheckpointChanged(ConfigurationError):
             f'.option("stream", "<new name>"), or, to reuse the name, delete the Sync records of '
             f"stream {stream!r} first."
         )
+
+
+# Jobs and schedules
+
+
+class InvalidSchedule(ConfigurationError):
+    """A job's schedule is not a cron expression, an interval from one second to 100 years, or names an unknown
+    time zone."""
+
+
+class JobSwitchedOff(NexusQueuesError):
+    """A switched-off job is not started: switch it on first."""
+
+
+# Input from people: JSON text, the HTTP API, the admin
+
+
+class MalformedJSON(NexusQueuesError, ValueError):
+    """Text that is not strict JSON (RFC 8259), or that holds text no engine stores; the message says where."""
+
+
+class BadFilter(NexusQueuesError, ValueError):
+    """A filter key or value the API cannot turn into a lookup; the message names it, ``key`` holds it."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class BodyTooLarge(NexusQueuesError):
+    """The request body is larger than the API reads."""
+
+
+class RowMoved(NexusQueuesError):
+    """The row changed since the form showed it (a worker leased, processed or deleted it); nothing was written."""
+
+
+# Spark
+
+
+class SyncFailed(NexusQueuesError):
+    """The sync failed and stored nothing; :attr:`record` says why."""
+
+    def __init__(self, record: Sync, reason: str) -> None:
+        self.record = record
+        super().__init__(f"Sync #{record.pk} into {record.queue} failed, nothing was stored: {reason}")
+
+
+class TooManyRejects(NexusQueuesError):
+    """More rows were rejected than the sync's ``max_rejects`` allows: nothing was stored."""
+
+
+# RabbitMQ
+
+
+class InvalidDelay(ConfigurationError, ValueError):
+    """The delay is negative, not a number, or longer than the delay levels can hold."""
+
+
+class InvalidDestination(ConfigurationError, ValueError):
+    """The destination cannot be part of a routing key or a binding."""
+
+
+class InvalidMode(ConfigurationError, ValueError):
+    """``INVALID_MESSAGES`` is neither ``dead-letter`` nor ``reject``."""
+
+
+class SourceNotFound(ConfigurationError, LookupError):
+    """The AMQP queue to consume from does not exist on the broker."""
+
+
+class TopologyConflict(ConfigurationError):
+    """A queue or exchange of that name already exists with other settings; the broker closed the channel.
+
+    ``kind`` (``queue`` or ``exchange``), ``name``, ``wanted`` (what we declared) and ``broker_says`` (the
+    broker's reply, which names the argument that differs and both values) say what clashed.
+    """
+
+    def __init__(self, kind: str, name: str, wanted: str, broker_says: str) -> None:
+        self.kind, self.name, self.wanted, self.broker_says = kind, name, wanted, broker_says
+        super().__init__(
+            f"The {kind} {name!r} already exists with other settings than the {wanted} declared here: "
+            f"{broker_says.removeprefix('PRECONDITION_FAILED - ')}. Nothing was changed. Delete the {kind} "
+            "(after moving away any messages it holds) or choose another DELAY_PREFIX."
+        )
+
+
+class NotPublished(NexusQueuesError):
+    """The broker did not confirm the message: no queue took it, it refused it, or it could not be reached."""

@@ -10,9 +10,9 @@ from django.utils import timezone
 from .conf import settings
 from .counting import count_up_to
 from .jobs import jobs
-from .messages import HealthStatus, QueueMessage, QueueOptions
+from .messages import QueueMessage, QueueOptions
 from .processes import NEVER, WorkerProcess
-from .status import Status
+from .status import HealthStatus, Status
 
 FAILED = (Status.ERROR, Status.ABANDONED)
 COUNT_LIMIT = 10_000

@@ -11,20 +11,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .backends import backend_for
-from .exceptions import NexusQueuesError, NotRegistered
+from .exceptions import InvalidSchedule, JobSwitchedOff, NotRegistered
 from .jobs import QueueJob, jobs
 from .messages import QueueMessage
 from .models import JobRun, PeriodicJobSettings
 from .periodic_jobs import PeriodicJob, periodic_jobs
-from .schedules import InvalidSchedule
 from .updates import default_status, set_processing_enabled
 
 Action = Literal["view", "change"]
 Job = type[QueueJob] | type[PeriodicJob]
-
-
-class JobSwitchedOff(NexusQueuesError):
-    """A switched-off job is not started: switch it on first."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,7 @@ def state_of(job: Job, now: datetime | None = None) -> JobState:
     """What the jobs page shows of ``job`` (two or three indexed reads); a bad schedule is shown, not raised."""
     now = now or timezone.now()
     try:
-        schedule = job.timetable()
+        schedule = job.get_schedule()
         words = schedule.describe() if schedule else "Continuously"
     except InvalidSchedule as exc:  # the system check E001 reports it too
         schedule, words = None, f"Invalid: {exc}"

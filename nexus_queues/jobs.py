@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -59,9 +60,15 @@ class QueueJob:
         return f"{cls.__module__}.{cls.__qualname__}"
 
     @classmethod
-    def timetable(cls) -> Schedule | None:
+    def get_schedule(cls) -> Schedule | None:
         """The job's schedule, None when it runs continuously; :class:`InvalidSchedule` when it is not one."""
         return None if cls.schedule is None else schedule_of(cls.schedule, cls.time_zone)
+
+    @classmethod
+    def timetable(cls) -> Schedule | None:
+        """Deprecated: :meth:`get_schedule`."""
+        warnings.warn("QueueJob.timetable() is deprecated: call get_schedule().", DeprecationWarning, stacklevel=2)
+        return cls.get_schedule()
 
     def process(self, message: Any) -> datetime | None:
         """Process one message; return a time to process it again then, or None when it is done."""

@@ -11,16 +11,12 @@ from typing import Any
 
 import msgspec
 
-from .exceptions import NexusQueuesError
+from .exceptions import MalformedJSON
 
 _decoder = msgspec.json.Decoder()
 _BYTE = re.compile(r"\(byte (\d+)\)")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NUL_ESCAPE = b"\\u0000"
-
-
-class MalformedJSON(NexusQueuesError, ValueError):
-    """Text that is not strict JSON (RFC 8259), or that holds text no engine stores; the message says where."""
 
 
 def loads(text: str | bytes) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import connections
@@ -16,19 +15,11 @@ from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, Messa
 from .models import JobRun, QueueItem, QueueItemQuerySet, QueueSettings, QueueSettingsQuerySet, create_queue_model
 from .registry import registry
 from .serialization import unstorable_text
-from .status import Status, validate_status
+from .status import HealthStatus, Status, validate_status
 
 QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 MAX_MESSAGE_ID_LENGTH = 255
 MAX_VERBOSE_NAME_LENGTH = 80
-
-
-class HealthStatus(StrEnum):
-    """What a queue's health check reports when it holds Error messages."""
-
-    HEALTHY = "healthy"
-    DEGRADED = "degraded"
-    UNHEALTHY = "unhealthy"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, ClassVar, TypeVar
@@ -42,9 +43,15 @@ class PeriodicJob:
         return f"{cls.__module__}.{cls.__qualname__}"
 
     @classmethod
-    def timetable(cls) -> Schedule:
-        """The job's schedule; :class:`~nexus_queues.schedules.InvalidSchedule` when it is not one."""
+    def get_schedule(cls) -> Schedule:
+        """The job's schedule; :class:`~nexus_queues.exceptions.InvalidSchedule` when it is not one."""
         return schedule_of(getattr(cls, "schedule", None), cls.time_zone)  # type: ignore[arg-type]
+
+    @classmethod
+    def timetable(cls) -> Schedule:
+        """Deprecated: :meth:`get_schedule`."""
+        warnings.warn("PeriodicJob.timetable() is deprecated: call get_schedule().", DeprecationWarning, stacklevel=2)
+        return cls.get_schedule()
 
     def run(self) -> None:
         """Do the job's work; an exception marks the run failed, with its traceback."""

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 from django.utils import timezone
 
-from .exceptions import ConfigurationError
+from .exceptions import InvalidSchedule
 
 NICKNAMES = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -23,11 +23,6 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 MAX_INTERVAL = timedelta(days=36525)
 """The longest interval, 100 years: its ticks stay far inside the years a datetime holds (up to 9999)."""
-
-
-class InvalidSchedule(ConfigurationError):
-    """A job's schedule is not a cron expression, an interval from one second to 100 years, or names an unknown
-    time zone."""
 
 
 class Schedule(ABC):

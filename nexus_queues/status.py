@@ -1,4 +1,4 @@
-"""Message statuses: the built-in ones and the rules for custom ones."""
+"""Statuses: a message's (the built-in ones and the rules for custom ones) and a queue's health."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ class Status(StrEnum):
     ERROR = "Error"
     ABANDONED = "Abandoned"
     SLEEPING = "Sleeping"
+
+
+class HealthStatus(StrEnum):
+    """A queue's health, as its health check reports it (and what it reports when the queue holds Error messages)."""
+
+    HEALTHY = "healthy"
+    DEGRADED = "degraded"
+    UNHEALTHY = "unhealthy"
 
 
 def validate_status(status: str) -> str:

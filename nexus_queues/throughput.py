@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import models
 from django.db.models import Sum
 from django.utils import timezone
 
 from .backends import backend_for
 from .conf import settings
+from .models.throughput import QueueMinute as QueueMinute  # importable from here, where it was
 from .schedules import EPOCH
 
 MINUTES_KEPT = timedelta(days=1)
@@ -26,26 +26,6 @@ MINUTES_KEPT = timedelta(days=1)
 
 ALL_TIME = EPOCH
 """The ``minute`` of a queue's all-time row, which holds the sums of its folded minutes."""
-
-
-class QueueMinute(models.Model):
-    """The finished runs of a queue's job in one minute (by when they finished), or before (:data:`ALL_TIME`)."""
-
-    queue = models.CharField(max_length=40)
-    minute = models.DateTimeField(help_text="The minute's start (UTC); the epoch for the folded minutes")
-    processed = models.PositiveBigIntegerField(default=0)
-    errors = models.PositiveBigIntegerField(default=0)
-    runs = models.PositiveBigIntegerField(default=0)
-    run_seconds = models.FloatField(default=0.0, help_text="The runs' summed time from lease to finish")
-
-    class Meta:
-        app_label = "nexus_queues"
-        db_table = "nexus_queue_minute"
-        constraints = [models.UniqueConstraint(fields=["queue", "minute"], name="nx_queue_minute_unique")]
-
-    def __str__(self) -> str:
-        return f"{self.queue} at {self.minute:%Y-%m-%d %H:%M}"
-
 
 COUNTS = ("processed", "errors", "runs", "run_seconds")
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 
-from nexus_queues import QueueMessage, enqueue, enqueue_many, lease
+from nexus_queues import QueueMessage, enqueue, enqueue_many, lease, mark_error, mark_processed
 
 from .prices import Price
 from .queues import ProductUpdated, SendOrderConfirmation
@@ -47,11 +47,9 @@ def run_demo() -> Iterator[str]:
 def _process(message_class: type[QueueMessage], fail_on: str | None = None) -> Iterator[str]:
     items = lease(message_class, 10)
     failed = [item for item in items if fail_on and getattr(item.message, "order_id", None) == fail_on]
-    for item in items:
-        if item in failed:
-            item.mark_error(RuntimeError(f"mail server refused {fail_on}"))
-        else:
-            item.mark_processed()
+    if failed:
+        mark_error(failed, RuntimeError(f"mail server refused {fail_on}"))
+    mark_processed([item for item in items if item not in failed])
     run = items[0].correlation_id if items else "-"
     yield (
         f"Leased {len(items)} message(s) of {message_class.queue_name()} (correlation id {run}): "

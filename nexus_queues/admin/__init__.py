@@ -10,10 +10,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.module_loading import import_string
 
-from ..api_tokens import ApiToken
 from ..conf import settings
-from ..models import JobRun
-from ..processes import WorkerProcess
+from ..models import ApiToken, JobRun, WorkerProcess
 from ..registry import registry
 from .dashboard import Dashboard, add_dashboard
 from .job_runs import JobRunAdmin

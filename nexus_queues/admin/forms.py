@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from pydantic import ValidationError as PydanticError
 
-from ..exceptions import InvalidMessage, InvalidStatus, NexusQueuesError, UnstorableValue
-from ..json_input import MalformedJSON, loads
+from ..exceptions import InvalidMessage, InvalidStatus, MalformedJSON, UnstorableValue
+from ..exceptions import RowMoved as RowMoved  # its old home, kept importable
+from ..json_input import loads
 from ..limits import check_datetime
 from ..messages import QueueMessage, message_id_of, validation_summary
 from ..serialization import canonical_json, unstorable_text
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
     from ..models import QueueItem
 
 _MONOSPACE = {"rows": 18, "cols": 70, "class": "vLargeTextField nexus-json", "spellcheck": "false"}
-
-
-class RowMoved(NexusQueuesError):
-    """The row changed since the form showed it (a worker leased, processed or deleted it); nothing was written."""
 
 
 def row_version(item: QueueItem) -> str:

@@ -152,7 +152,7 @@ class JobsPage:
             job = jobs.get(message_class.queue_name())
         except NotRegistered:
             return ""
-        timetable = job.timetable()
+        timetable = job.get_schedule()
         return format_html('<a href="{}" title="{}">{}</a>: {}', self.url(fragment=job.name()), job.name(),
                            label_of(job), timetable.describe() if timetable else "Continuously")
 

@@ -10,7 +10,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from ..processes import WorkerProcess
+from ..models import WorkerProcess
 from .changelist import RecordAdmin
 from .job_runs import with_seconds
 

@@ -18,7 +18,7 @@ from django.utils.http import urlencode
 from django.utils.text import Truncator
 
 from ..enqueueing import enqueue
-from ..exceptions import NexusQueuesError
+from ..exceptions import NexusQueuesError, RowMoved
 from ..models import QueueItem
 from ..overview import queue_overview
 from ..serialization import canonical_json, json_hash, unstorable_text
@@ -33,7 +33,6 @@ from .forms import (
     MessageJSONField,
     QueueItemForm,
     QueueSettingsForm,
-    RowMoved,
     StatusField,
     StatusInput,
     suggest_statuses,

@@ -9,12 +9,8 @@ from django.http import HttpRequest
 from ninja.parser import Parser
 
 from ..conf import settings
-from ..exceptions import NexusQueuesError
+from ..exceptions import BodyTooLarge
 from ..json_input import loads
-
-
-class BodyTooLarge(NexusQueuesError):
-    """The request body is larger than the API reads."""
 
 
 def body_limit() -> int:

@@ -11,9 +11,16 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from pydantic import ValidationError as PydanticValidationError
 
-from ..exceptions import InvalidArgument, InvalidLookup, InvalidMessage, InvalidStatus, MessageDoesNotFit
-from ..json_input import MalformedJSON
-from .bodies import BodyTooLarge, body_limit
+from ..exceptions import (
+    BodyTooLarge,
+    InvalidArgument,
+    InvalidLookup,
+    InvalidMessage,
+    InvalidStatus,
+    MalformedJSON,
+    MessageDoesNotFit,
+)
+from .bodies import body_limit
 
 CHALLENGES = 'Bearer realm="nexus_queues", Basic realm="nexus_queues", charset="UTF-8"'
 """The ``WWW-Authenticate`` of every 401: the schemes the API takes (sessions have none to name)."""

@@ -13,6 +13,8 @@ from typing import Any
 from django.db.models import JSONField
 from django.db.models.fields.json import KeyTransform
 
+from ..exceptions import BadFilter
+
 MAX_FILTER_KEYS = 100
 """Properties one filter may compare (building the query costs more than linear time in their number)."""
 MAX_FILTER_PATH = 32
@@ -20,14 +22,6 @@ MAX_FILTER_PATH = 32
 OPERATORS = {"eq": "exact", "lt": "lt", "lte": "lte", "gt": "gt", "gte": "gte", "isnull": "isnull"}
 _PROPERTY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _LOOKUP_NAMES = frozenset(KeyTransform.get_lookups()) | frozenset(JSONField.get_lookups())  # type: ignore[call-arg]
-
-
-class BadFilter(ValueError):
-    """A filter key or value the API cannot turn into a lookup; the message names it, ``key`` holds it."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 def message_lookups(filters: dict[str, Any]) -> dict[str, Any]:

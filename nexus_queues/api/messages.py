@@ -8,14 +8,15 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.errors import HttpError
 
-from ..json_input import MalformedJSON, loads
+from ..exceptions import BadFilter, MalformedJSON
+from ..json_input import loads
 from ..messages import QueueMessage
 from ..status import validate_status
 from ..updates import update_status
 from . import schemas
 from .auth import queue_for
 from .errors import field_error
-from .filters import MAX_FILTER_KEYS, MAX_FILTER_PATH, BadFilter, message_lookups
+from .filters import MAX_FILTER_KEYS, MAX_FILTER_PATH, message_lookups
 from .queues import ERRORS
 
 router = Router(tags=["messages"])

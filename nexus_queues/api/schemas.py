@@ -12,8 +12,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_v
 
 from ..exceptions import UnstorableValue
 from ..limits import after, check_datetime
-from ..messages import HealthStatus
-from ..status import validate_settable_status, validate_status
+from ..status import HealthStatus, validate_settable_status, validate_status
 
 JsonScalar = str | int | float | bool | None
 MAX_ID = 2**63 - 1

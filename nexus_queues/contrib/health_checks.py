@@ -18,8 +18,8 @@ from health_check.views import HealthCheckView
 
 from ..conf import settings
 from ..health import queue_health
-from ..messages import HealthStatus
 from ..registry import registry
+from ..status import HealthStatus
 from ..worker.breaker import DATABASE_ERRORS
 
 

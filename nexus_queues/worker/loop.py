@@ -242,7 +242,7 @@ class Worker:
         run that started ahead of the database's clock (a host's clock ran ahead) counts as none."""
         for job in self.job_classes:
             queue = job.message_class.queue_name()
-            schedule = job.timetable() if queue not in self._timetables else None
+            schedule = job.get_schedule() if queue not in self._timetables else None
             if schedule is not None:
                 last_run = job.message_class.job_runs().aggregate(last=Max("started_at"))["last"]
                 if last_run is not None and _ahead(last_run, job, now):

@@ -105,7 +105,7 @@ def _start(runner: PeriodicRunner, alias: str, group: Iterable[type[PeriodicJob]
         [PeriodicJobSettings(job=job.name(), ticks_since=since) for job in group], ignore_conflicts=True
     )
     for job in group:
-        runner._timetables[job.name()] = PeriodicTimetable(job.timetable(), EPOCH if job.catch_up else now)
+        runner._timetables[job.name()] = PeriodicTimetable(job.get_schedule(), EPOCH if job.catch_up else now)
 
 
 def _by_database(job_classes: Iterable[type[PeriodicJob]]) -> dict[str, list[type[PeriodicJob]]]:

@@ -43,14 +43,14 @@ def test_list_jobs__every_job_with_its_state(admin):
     assert [job["name"] for job in jobs] == [job.name() for job in all_jobs()]
     by_name = {job["name"]: job for job in jobs}
     digests = by_name[DIGESTS]
-    assert _when(digests.pop("next_run")) == DigestJob.timetable().following(timezone.now())
+    assert _when(digests.pop("next_run")) == DigestJob.get_schedule().following(timezone.now())
     assert digests == {
         "name": DIGESTS, "kind": "queue", "queue": "digests", "category": "Scheduled",
-        "schedule": DigestJob.timetable().describe(), "enabled": True, "last_run": None, "last_outcome": "",
+        "schedule": DigestJob.get_schedule().describe(), "enabled": True, "last_run": None, "last_outcome": "",
     }
     heartbeat = by_name[HEARTBEAT]
     assert heartbeat["kind"] == "periodic" and heartbeat["queue"] is None and heartbeat["category"] == "Maintenance"
-    assert heartbeat["schedule"] == Heartbeat.timetable().describe() and heartbeat["enabled"] is True
+    assert heartbeat["schedule"] == Heartbeat.get_schedule().describe() and heartbeat["enabled"] is True
     assert by_name[WEEKLY]["category"] == "Reports" and "Europe/Stockholm" in by_name[WEEKLY]["schedule"]
     assert by_name["tests.testapp.jobs.GreetingJob"]["schedule"] == "Continuously"
     assert by_name["tests.testapp.jobs.GreetingJob"]["next_run"] is None

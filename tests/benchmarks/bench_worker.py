@@ -34,7 +34,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from nexus_queues import QueueJob, enqueue, enqueue_many  # noqa: E402
-from nexus_queues.management.commands._signals import stop_on_signals  # noqa: E402
+from nexus_queues.management.stopping import stop_on_signals  # noqa: E402
 from nexus_queues.worker.dispatch import Dispatcher  # noqa: E402
 from nexus_queues.worker.loop import Worker  # noqa: E402
 from tests.testapp.jobs import PingJob  # noqa: E402

@@ -11,7 +11,7 @@ from nexus_queues.jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
-from tests.testapp.jobs import DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob
+from tests.testapp.jobs import DigestJob, GreetingJob, Heartbeat, InventoryJob, PingJob, ProductJob, ShipmentJob
 from tests.testapp.queues import Audit, Greeting, Product
 
 
@@ -175,3 +175,16 @@ def test_retry_later__sleeps_with_the_failure_kept():
     stored = Greeting.queue_model.objects.get()
     assert (stored.status, stored.process_at, stored.attempts) == (Status.SLEEPING, at, 1)
     assert stored.error_type == "builtins.KeyError" and 'raise KeyError("missing")' in stored.error_traceback
+
+
+@pytest.mark.parametrize("job", [DigestJob, GreetingJob], ids=["scheduled", "continuous"])
+def test_timetable__deprecated_name_of_get_schedule(job):
+    """timetable(), the old name of get_schedule(), warns and gives the same schedule."""
+    with pytest.warns(DeprecationWarning, match=r"timetable\(\) is deprecated: call get_schedule\(\)"):
+        assert job.timetable() == job.get_schedule()
+
+
+def test_timetable__deprecated_on_periodic_jobs_too():
+    """A periodic job's timetable() warns and gives its get_schedule()."""
+    with pytest.warns(DeprecationWarning, match=r"PeriodicJob\.timetable\(\) is deprecated"):
+        assert Heartbeat.timetable() == Heartbeat.get_schedule()

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease, mark_processed
+from nexus_queues import Status, abandon_expired_leases, enqueue, enqueue_many, lease, mark_processed, set_status
 from nexus_queues.exceptions import InvalidArgument, NotRegistered
 from nexus_queues.models import JobRun
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, unreadable, write_raw
@@ -134,7 +134,7 @@ def test_lease__skips_sleeping_custom_and_expired():
 def test_lease__attempts_count_every_lease():
     enqueue(GreetingFactory())
     [item] = lease(Greeting, 1)
-    item.set_status(Status.PENDING)
+    set_status([item], Status.PENDING)
     [again] = lease(Greeting, 1)
     assert again.pk == item.pk and again.attempts == 2
 

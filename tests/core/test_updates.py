@@ -16,8 +16,11 @@ from nexus_queues import (
     enqueue,
     enqueue_many,
     lease,
+    mark_error,
     mark_processed,
+    reschedule,
     set_default_status,
+    set_status,
     update_status,
 )
 from nexus_queues.exceptions import (
@@ -30,7 +33,7 @@ from nexus_queues.exceptions import (
 )
 from nexus_queues.failures import MAX_MESSAGE_LENGTH, MAX_TRACEBACK_LENGTH
 from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME
-from nexus_queues.updates import mark_error, reschedule, retry_later
+from nexus_queues.updates import retry_later
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
 from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
@@ -45,14 +48,14 @@ def leased(message_class, factory, n=1, **lease_kwargs):
 
 def test_mark_processed__deletes_when_queue_keeps_none():
     [item] = leased(Greeting, GreetingFactory)
-    assert item.mark_processed() is True
+    assert mark_processed([item]) == [item.pk]
     assert not Greeting.queue_model.objects.exists()
 
 
 def test_mark_processed__keeps_row_and_previous_version():
     """Kept queues mark the row Processed and store the message as the previous version."""
     [item] = leased(Inventory, InventoryFactory)
-    assert item.mark_processed()
+    assert mark_processed([item])
     row = Inventory.queue_model.objects.get()
     assert row.status == Status.PROCESSED and row.previous_message == item.message
     assert row.processed_at is not None and row.lease_expires_at is None
@@ -63,12 +66,12 @@ def test_previous_message__is_the_last_processed_version():
     """A new version keeps the processed one as previous; a failed one never becomes previous."""
     v1 = ProductFactory(sku="A", name="v1")
     enqueue(v1)
-    lease(Product, 1)[0].mark_processed()
+    mark_processed(lease(Product, 1))
     v2 = v1.model_copy(update={"name": "v2"})
     enqueue(v2)
     [item] = lease(Product, 1)
     assert item.message == v2 and item.previous_message == v1
-    item.mark_error(RuntimeError("nope"))
+    mark_error([item], RuntimeError("nope"))
     enqueue(v1.model_copy(update={"name": "v3"}))
     [item] = lease(Product, 1)
     assert item.previous_message == v1
@@ -85,7 +88,7 @@ def test_mark_error__keeps_exception_and_traceback():
     try:
         raise ValueError("printer on fire")
     except ValueError as exc:
-        assert item.mark_error(exc)
+        assert mark_error([item], exc)
     row = Greeting.queue_model.objects.get()
     assert row.status == Status.ERROR
     assert row.error_type == "builtins.ValueError" and row.error_message == "printer on fire"
@@ -150,18 +153,18 @@ def test_error_details__cut_to_what_the_columns_hold():
 def test_reschedule__sleeps_until_time():
     [item] = leased(Greeting, GreetingFactory)
     at = timezone.now() + timedelta(hours=1)
-    assert item.reschedule(at)
+    assert reschedule([item], at)
     row = Greeting.queue_model.objects.get()
     assert (row.status, row.process_at) == (Status.SLEEPING, at)
 
 
 def test_set_status__custom_hides_from_workers():
     [item] = leased(Greeting, GreetingFactory)
-    assert item.set_status("WaitingForProduct")
+    assert set_status([item], "WaitingForProduct")
     assert Greeting.queue_model.objects.get().status == "WaitingForProduct"
     assert lease(Greeting, 1) == []
     with pytest.raises(InvalidStatus):
-        item.set_status(Status.SLEEPING)
+        set_status([item], Status.SLEEPING)
 
 
 def test_completion__fenced_after_abandon(caplog):
@@ -170,8 +173,8 @@ def test_completion__fenced_after_abandon(caplog):
     [item] = leased(Inventory, InventoryFactory, lease_time=timedelta(seconds=1), now=now)
     abandon_expired_leases(now + timedelta(seconds=2))
     with caplog.at_level(logging.WARNING, logger="nexus_queues"):
-        assert item.mark_processed() is False
-        assert item.mark_error(RuntimeError("late")) is False
+        assert mark_processed([item]) == []
+        assert mark_error([item], RuntimeError("late")) == []
     row = Inventory.queue_model.objects.get()
     assert row.status == Status.ABANDONED and row.previous_message is None and row.error_type == ""
     assert any(
@@ -184,9 +187,9 @@ def test_completion__fenced_after_release_and_new_lease():
     [first] = leased(Greeting, GreetingFactory)
     update_status(Greeting, Status.PENDING, id=first.pk)
     [second] = lease(Greeting, 1)
-    assert first.mark_processed() is False
+    assert mark_processed([first]) == []
     assert Greeting.queue_model.objects.get().correlation_id == second.correlation_id
-    assert second.mark_processed() is True
+    assert mark_processed([second]) == [second.pk]
     assert not Greeting.queue_model.objects.exists()
 
 
@@ -194,7 +197,7 @@ def test_completion__needs_a_lease():
     enqueue(GreetingFactory())
     row = Greeting.queue_model.objects.get()
     with pytest.raises(InvalidMessage, match="never leased"):
-        row.mark_processed()
+        mark_processed([row])
 
 
 def test_update_status__by_json_property():
@@ -270,7 +273,7 @@ def test_stored_json_that_no_longer_fits__clear_error_row_untouched():
     [item] = lease(Greeting, 1)
     with pytest.raises(MessageDoesNotFit, match=rf"Message {item.pk} of queue 'greetings'.*times"):
         _ = item.message
-    assert item.mark_error(RuntimeError("does not fit"))
+    assert mark_error([item], RuntimeError("does not fit"))
     row = Greeting.queue_model.objects.get()
     assert row.status == Status.ERROR
     assert Greeting.queue_model._meta.get_field("message").value_from_object(row) == {"name": "Ada", "times": "many"}
@@ -349,3 +352,16 @@ def _operator_beside_workers(queue, change, times=30, workers=3):
                 return
 
     together(operator, *[worker] * workers)
+
+
+@pytest.mark.parametrize(
+    ("method", "arguments"),
+    [("mark_processed", ()), ("mark_error", (RuntimeError("nope"),)), ("set_status", ("WaitingForProduct",))],
+)
+def test_item_methods__deprecated_but_still_work(method, arguments):
+    """QueueItem's completion methods warn, name the function to call, and still change the row."""
+    enqueue(GreetingFactory())
+    [item] = lease(Greeting, 1)
+    with pytest.warns(DeprecationWarning, match=rf"call nexus_queues\.{method}\("):
+        assert getattr(item, method)(*arguments) is True
+    assert lease(Greeting, 1) == []

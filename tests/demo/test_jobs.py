@@ -68,7 +68,7 @@ logging.getLogger("demo_project.shop.jobs").addHandler(logging.StreamHandler(sys
 call_command("migrate", verbosity=0)
 enqueue_many([SendOrderConfirmation(order_id=str(n), email="ada@example.com") for n in range(3)])
 periodic_jobs.get("demo_project.shop.jobs.log_backlog")().run()
-print(periodic_jobs.get("demo_project.shop.jobs.log_backlog").timetable().describe())
+print(periodic_jobs.get("demo_project.shop.jobs.log_backlog").get_schedule().describe())
 """
 
 

@@ -17,7 +17,8 @@ from prometheus_client.registry import Collector
 
 from ...conf import settings
 from ...counting import AtLeast
-from ...messages import HealthStatus, QueueMessage
+from ...messages import QueueMessage
+from ...status import HealthStatus
 from .figures import Figures, read_figures
 
 PREFIX = "nexus_queues_"

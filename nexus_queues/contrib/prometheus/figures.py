@@ -11,8 +11,9 @@ from django.db.models import Count
 
 from ...health import QueueHealth, evaluate, queue_state
 from ...messages import QueueMessage
+from ...models import WorkerProcess, WorkerProcessQueue
 from ...overview import status_counts
-from ...processes import ProcessKind, WorkerProcess, WorkerProcessQueue
+from ...processes import ProcessKind
 from ...status import Status
 from ...throughput import Throughput, totals
 

@@ -21,10 +21,11 @@ from pika.adapters.blocking_connection import BlockingChannel, BlockingConnectio
 
 from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.enqueueing import EnqueueResult, enqueue_many
-from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.exceptions import SourceNotFound
 from nexus_queues.health import QueueHealth
-from nexus_queues.messages import HealthStatus, QueueMessage
+from nexus_queues.messages import QueueMessage
 from nexus_queues.processes import Condition, ProcessKind
+from nexus_queues.status import HealthStatus
 from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
 from nexus_queues.worker.presence import Presence
 
@@ -45,10 +46,6 @@ POLL = 0.5
 
 IDLE = 0.05
 """Seconds without a new delivery that end a batch before it is full."""
-
-class SourceNotFound(ConfigurationError, LookupError):
-    """The AMQP queue to consume from does not exist on the broker."""
-
 
 class Consumer:
     """Consumes the AMQP queue ``source`` into the nexus queue of ``message_class`` until stopped."""

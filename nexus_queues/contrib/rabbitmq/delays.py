@@ -19,7 +19,7 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.exceptions import InvalidDelay, InvalidDestination, TopologyConflict
 
 from .conf import settings
 
@@ -34,30 +34,6 @@ MAX_DESTINATION_BYTES = 255 - 2 * LEVELS
 
 PRECONDITION_FAILED = 406
 """The broker's reply code to a declaration that contradicts what exists."""
-
-
-class InvalidDelay(ConfigurationError, ValueError):
-    """The delay is negative, not a number, or longer than the delay levels can hold."""
-
-
-class InvalidDestination(ConfigurationError, ValueError):
-    """The destination cannot be part of a routing key or a binding."""
-
-
-class TopologyConflict(ConfigurationError):
-    """A queue or exchange of that name already exists with other settings; the broker closed the channel.
-
-    ``kind`` (``queue`` or ``exchange``), ``name``, ``wanted`` (what we declared) and ``broker_says`` (the
-    broker's reply, which names the argument that differs and both values) say what clashed.
-    """
-
-    def __init__(self, kind: str, name: str, wanted: str, broker_says: str) -> None:
-        self.kind, self.name, self.wanted, self.broker_says = kind, name, wanted, broker_says
-        super().__init__(
-            f"The {kind} {name!r} already exists with other settings than the {wanted} declared here: "
-            f"{broker_says.removeprefix('PRECONDITION_FAILED - ')}. Nothing was changed. Delete the {kind} "
-            "(after moving away any messages it holds) or choose another DELAY_PREFIX."
-        )
 
 
 def level_exchange(level: int, prefix: str | None = None) -> str:

@@ -16,7 +16,7 @@ import pika
 
 from nexus_queues.failures import message_of
 from nexus_queues.health import QueueHealth
-from nexus_queues.messages import HealthStatus
+from nexus_queues.status import HealthStatus
 
 from .bodies import Delivery
 from .outages import FIRST_BACKOFF

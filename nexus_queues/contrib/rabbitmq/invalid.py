@@ -7,7 +7,7 @@ import copy
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from nexus_queues.exceptions import ConfigurationError
+from nexus_queues.exceptions import InvalidMode
 
 from .bodies import Delivery
 
@@ -24,10 +24,6 @@ QUEUE_HEADER = "x-nexus-queue"
 """The nexus queue it was meant for."""
 EXCHANGE_HEADER = "x-nexus-original-exchange"
 ROUTING_KEY_HEADER = "x-nexus-original-routing-key"
-
-
-class InvalidMode(ConfigurationError, ValueError):
-    """``INVALID_MESSAGES`` is neither ``dead-letter`` nor ``reject``."""
 
 
 def check_mode(mode: str) -> str:

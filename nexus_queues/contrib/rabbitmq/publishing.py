@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pika
 
-from nexus_queues.exceptions import ConfigurationError, NexusQueuesError
+from nexus_queues.exceptions import ConfigurationError, NotPublished
 from nexus_queues.jobs import Outcome, QueueJob
 from nexus_queues.serialization import canonical_json
 
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 
 SOURCE_HEADER = "x-nexus-queue"
 """The header naming the nexus queue a published message came from."""
-
-
-class NotPublished(NexusQueuesError):
-    """The broker did not confirm the message: no queue took it, it refused it, or it could not be reached."""
 
 
 _local = threading.local()  # pika's connections are not thread-safe: one per worker thread

@@ -11,7 +11,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from ... import signals
-from ...exceptions import NexusQueuesError
+from ...exceptions import SyncFailed
 from ...messages import QueueMessage
 from ...registry import registry
 from .drivers import watched
@@ -20,14 +20,6 @@ from .source import register
 
 logger = logging.getLogger("nexus_queues.spark")
 _RAISED = re.compile(r"^[\w.]*(Error|Exception|Rejects|Failed|Invalid\w*|NotRegistered)\b.*?: ")
-
-
-class SyncFailed(NexusQueuesError):
-    """The sync failed and stored nothing; :attr:`record` says why."""
-
-    def __init__(self, record: Sync, reason: str) -> None:
-        self.record = record
-        super().__init__(f"Sync #{record.pk} into {record.queue} failed, nothing was stored: {reason}")
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ Converter = Callable[[Any], Any]
 _INT_BITS: dict[type[DataType], int] = {LongType: 64, IntegerType: 32, ShortType: 16}
 
 
-class Misfit(Exception):
+class _Misfit(Exception):
     """A stored value does not fit its column's type."""
 
 
@@ -51,7 +51,7 @@ def column_converter(column: StructField) -> Converter:
     def required(value: Any) -> Any:
         try:
             return convert(value)
-        except Misfit:
+        except _Misfit:
             raise InvalidArgument(
                 f"Column {column.name} is {column.dataType.simpleString()}, which {value!r} is not."
             ) from None
@@ -60,7 +60,7 @@ def column_converter(column: StructField) -> Converter:
 
 
 def converter(data_type: DataType) -> Converter:
-    """A function making a stored value into a value of ``data_type``, raising :class:`Misfit` where it does not fit."""
+    """A function making a stored value into a value of ``data_type``, raising ``_Misfit`` where it does not fit."""
     if isinstance(data_type, StructType):
         return _struct(data_type)
     if isinstance(data_type, ArrayType):
@@ -80,7 +80,7 @@ def _nullable(convert: Converter) -> Converter:
             return None
         try:
             return convert(value)
-        except Misfit:
+        except _Misfit:
             return None
 
     return nullable
@@ -89,7 +89,7 @@ def _nullable(convert: Converter) -> Converter:
 def _required(convert: Converter) -> Converter:
     def required(value: Any) -> Any:
         if value is None:
-            raise Misfit
+            raise _Misfit
         return convert(value)
 
     return required
@@ -106,7 +106,7 @@ def _struct(data_type: StructType) -> Converter:
 
     def struct(value: Any) -> tuple[Any, ...]:
         if not isinstance(value, dict):
-            raise Misfit
+            raise _Misfit
         return tuple(convert(value.get(name)) for name, convert in fields)
 
     return struct
@@ -117,7 +117,7 @@ def _array(data_type: ArrayType) -> Converter:
 
     def array(value: Any) -> list[Any]:
         if not isinstance(value, list | tuple):
-            raise Misfit
+            raise _Misfit
         return [element(item) for item in value]
 
     return array
@@ -129,7 +129,7 @@ def _map(data_type: MapType) -> Converter:
 
     def map_(value: Any) -> dict[Any, Any]:
         if not isinstance(value, dict):
-            raise Misfit
+            raise _Misfit
         return {key(k): item(v) for k, v in value.items()}
 
     return map_
@@ -142,13 +142,13 @@ def _decimal(data_type: DecimalType) -> Converter:
 
     def decimal(value: Any) -> Decimal:
         if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-            raise Misfit
+            raise _Misfit
         try:
             number = Decimal(value).quantize(exponent, context=context)
         except InvalidOperation as exc:
-            raise Misfit from exc
+            raise _Misfit from exc
         if not number.is_finite():
-            raise Misfit
+            raise _Misfit
         return number
 
     return decimal
@@ -161,7 +161,7 @@ def _integer(bits: int) -> Converter:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or not -limit <= value < limit:
-            raise Misfit
+            raise _Misfit
         return value
 
     return integer
@@ -169,16 +169,16 @@ def _integer(bits: int) -> Converter:
 
 def _double(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise Misfit
+        raise _Misfit
     try:
         return float(value)
     except ValueError as exc:
-        raise Misfit from exc
+        raise _Misfit from exc
 
 
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise Misfit
+        raise _Misfit
     return value
 
 
@@ -188,9 +188,9 @@ def _timestamp(value: Any) -> datetime:
         try:
             value = datetime.fromisoformat(value)
         except ValueError as exc:
-            raise Misfit from exc
+            raise _Misfit from exc
     if not isinstance(value, datetime):
-        raise Misfit
+        raise _Misfit
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
@@ -201,9 +201,9 @@ def _date(value: Any) -> date:
         try:
             return date.fromisoformat(value)
         except ValueError as exc:
-            raise Misfit from exc
+            raise _Misfit from exc
     if not isinstance(value, date):
-        raise Misfit
+        raise _Misfit
     return value
 
 
@@ -216,11 +216,11 @@ def _json(value: Any) -> str:
     try:
         return canonical_json(value)
     except (TypeError, ValueError) as exc:
-        raise Misfit from exc
+        raise _Misfit from exc
 
 
 def _misfit(value: Any) -> Any:
-    raise Misfit
+    raise _Misfit
 
 
 _SCALARS: dict[type[DataType], Converter] = {

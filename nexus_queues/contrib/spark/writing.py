@@ -47,28 +47,28 @@ class SyncWriter(DataSourceArrowWriter):
     def start(cls, options: WriteOptions, django: DjangoSetup | None) -> SyncWriter:
         """Create the staging table and the sync's record (on the driver)."""
         with django_ready(django):
-            from . import syncs
+            from . import merging
 
-            table, sync_id = syncs.begin(options)
+            table, sync_id = merging.begin(options)
         return cls(options, django, table, sync_id)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Staged:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            return syncs.stage(self.options, self.table, iterator)
+            return merging.stage(self.options, self.table, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            syncs.commit(self.options, self.table, self.sync_id, _staged(messages))
+            merging.commit(self.options, self.table, self.sync_id, _staged(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            syncs.abort(self.options, self.table, self.sync_id)
+            merging.abort(self.options, self.table, self.sync_id)
 
 
 @dataclass
@@ -83,24 +83,24 @@ class StreamWriter(DataSourceStreamArrowWriter):
     def start(cls, options: WriteOptions, django: DjangoSetup | None) -> StreamWriter:
         """Create the stream's staging table (on the driver)."""
         with django_ready(django):
-            from . import syncs
+            from . import merging
 
-            return cls(options, django, syncs.begin_stream(options))
+            return cls(options, django, merging.begin_stream(options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Staged:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            return syncs.stage(self.options, self.table, iterator)
+            return merging.stage(self.options, self.table, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            syncs.commit_batch(self.options, self.table, batchId, _staged(messages))
+            merging.commit_batch(self.options, self.table, batchId, _staged(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         with django_ready(self.django):
-            from . import syncs
+            from . import merging
 
-            syncs.abort_batch(self.options, self.table)
+            merging.abort_batch(self.options, self.table)

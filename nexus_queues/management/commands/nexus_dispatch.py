@@ -12,7 +12,7 @@ from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import DispatchLoop
 
 from ..processes import ProcessCommand
-from ._signals import stop_on_signals
+from ..stopping import stop_on_signals
 
 
 class Command(ProcessCommand):

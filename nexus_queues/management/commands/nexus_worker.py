@@ -16,7 +16,7 @@ from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 
 from ..processes import ProcessCommand
-from ._signals import stop_on_signals
+from ..stopping import stop_on_signals
 
 
 def seconds(text: str) -> timedelta:

@@ -8,14 +8,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from nexus_queues.exceptions import NotRegistered
+from nexus_queues.exceptions import InvalidMode, NotRegistered, SourceNotFound
 from nexus_queues.management.arguments import at_least
-from nexus_queues.management.commands._signals import stop_on_signals
+from nexus_queues.management.stopping import stop_on_signals
 from nexus_queues.registry import registry
 from nexus_queues.worker import logs
 
-from ...consuming import DEFAULT_PREFETCH, Consumer, SourceNotFound
-from ...invalid import InvalidMode
+from ...consuming import DEFAULT_PREFETCH, Consumer
 
 MAX_PREFETCH = 65535
 """AMQP's prefetch count is a 16-bit number."""

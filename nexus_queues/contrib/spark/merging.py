@@ -17,7 +17,7 @@ from django.utils import timezone
 from pyspark import TaskContext
 
 from ... import signals, staging
-from ...exceptions import NexusQueuesError, StreamCheckpointChanged
+from ...exceptions import StreamCheckpointChanged, TooManyRejects
 from ...messages import QueueMessage
 from ...registry import registry
 from .models import Sync
@@ -31,10 +31,6 @@ logger = logging.getLogger("nexus_queues.spark")
 QUERY_ID = "sql.streaming.queryId"
 """The local property Spark gives a streaming query's tasks: the query's id, kept in its checkpoint."""
 T = TypeVar("T")
-
-
-class TooManyRejects(NexusQueuesError):
-    """More rows were rejected than the sync's ``max_rejects`` allows: nothing was stored."""
 
 
 def _queue(options: WriteOptions) -> tuple[type[QueueMessage], str]:

@@ -1,10 +1,12 @@
-"""The queue table's row (:class:`QueueItem`), the per-queue models made from message classes,
-and the runtime settings each queue keeps in the database."""
+"""The app's models: the queue table's row (:class:`QueueItem`), the per-queue models made from message classes,
+and the runtime settings each queue keeps in the database, here; the live processes, the throughput minutes and the
+API tokens in this package's other modules."""
 
 from __future__ import annotations
 
 import hashlib
 import sys
+import warnings
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -12,16 +14,17 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
-from . import updates
-from .api_tokens import ApiToken  # noqa: F401  (the app's models are found here)
-from .exceptions import ConfigurationError
-from .fields import MessageField
-from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)
-from .status import MAX_STATUS_LENGTH, Status
-from .throughput import QueueMinute  # noqa: F401
+from .. import updates
+from ..exceptions import ConfigurationError
+from ..fields import MessageField
+from ..status import MAX_STATUS_LENGTH, Status
+from .api_tokens import ApiToken as ApiToken
+from .processes import WorkerProcess as WorkerProcess
+from .processes import WorkerProcessQueue as WorkerProcessQueue
+from .throughput import QueueMinute as QueueMinute
 
 if TYPE_CHECKING:
-    from .messages import QueueMessage
+    from ..messages import QueueMessage
 
 
 class QueueItemQuerySet(models.QuerySet):
@@ -101,23 +104,30 @@ class QueueItem(models.Model):
         return f"{self.message_class.queue_name()} #{self.pk} ({self.status})"
 
     def mark_processed(self) -> bool:
-        """Processed (kept as the previous version), or deleted when the queue keeps none.
-
-        Returns False, changing nothing, when this worker's lease was lost.
-        """
-        return bool(updates.mark_processed([self]))
+        """Deprecated: call ``nexus_queues.mark_processed([item])``."""
+        return bool(updates.mark_processed(_deprecated([self], "mark_processed", "items")))
 
     def mark_error(self, exc: BaseException) -> bool:
-        """Error, keeping the exception's type, message and traceback."""
-        return bool(updates.mark_error([self], exc))
+        """Deprecated: call ``nexus_queues.mark_error([item], exc)``."""
+        return bool(updates.mark_error(_deprecated([self], "mark_error", "items, exc"), exc))
 
     def reschedule(self, at: datetime) -> bool:
-        """Sleeping until ``at``, when the dispatch loop makes it Pending again."""
-        return bool(updates.reschedule([self], at))
+        """Deprecated: call ``nexus_queues.reschedule([item], at)``."""
+        return bool(updates.reschedule(_deprecated([self], "reschedule", "items, at"), at))
 
     def set_status(self, status: str) -> bool:
-        """Any status but Leased and Sleeping, e.g. a custom one that hides it from workers."""
-        return bool(updates.set_status([self], status))
+        """Deprecated: call ``nexus_queues.set_status([item], status)``."""
+        return bool(updates.set_status(_deprecated([self], "set_status", "items, status"), status))
+
+
+def _deprecated(items: list[QueueItem], method: str, arguments: str) -> list[QueueItem]:
+    warnings.warn(
+        f"QueueItem.{method}() is deprecated and goes in the next release: call nexus_queues.{method}({arguments}), "
+        "which changes a whole batch in one statement and returns the ids it changed.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return items
 
 
 class PartialIndex(models.Index):

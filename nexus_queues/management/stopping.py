@@ -1,4 +1,5 @@
-"""Graceful stop on the first SIGTERM/SIGINT, hard stop on the second."""
+"""How a long-running command (ours or an integration's) stops: gracefully on the first SIGTERM/SIGINT, at once on
+the second."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nexus_queues.contrib.spark.syncs import cycle_collector_held
+from nexus_queues.contrib.spark.merging import cycle_collector_held
 
 
 @pytest.fixture
