@@ -7,7 +7,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -50,6 +50,16 @@ SELECT COUNT(*), (SELECT COUNT(*) FILTER (WHERE inserted) FROM written), {unchan
 COUNTED_FROM_WRITTEN = "RETURNING created_at = %s AS inserted, process_at"
 UNCHANGED_NOT_WRITTEN = "COUNT(*) - (SELECT COUNT(*) FROM written)"
 UNCHANGED_IN_SNAPSHOT = "COUNT(*) FILTER (WHERE is_same)"
+# Into an empty queue every staged message is new: one plain INSERT in position order, without the sort that
+# finds each id's newest row, the lookup or the upsert. The queue's unique index on message_id refuses an id
+# staged twice or stored meanwhile by another writer; the merge above then runs instead
+# (params: default status, now, now, tokens).
+INSERT_STAGED_SQL = """WITH written AS (
+  INSERT INTO {queue} {columns}
+  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
+    FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY position
+  RETURNING process_at)
+SELECT COUNT(*), COUNT(process_at) FROM written"""
 MERGE_LOCK_SPACE = 0x6E710001
 """The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
 HELD_LOCK_SPACE = 0x6E710002
@@ -204,6 +214,9 @@ class PostgresBackend(Backend):
         idempotent: bool,
     ) -> MergeCounts:
         queue = self.quote(model._meta.db_table)
+        inserted = self._insert_staged_if_empty(queue, table, tokens, default_status, now)
+        if inserted is not None:
+            return inserted
         merge = MERGE_STAGED_SQL.format(
             staging=self.quote(table),
             queue=queue,
@@ -218,6 +231,25 @@ class PostgresBackend(Backend):
             cursor.execute(merge, [list(tokens), default_status, at, at, at, list(tokens)])
             total, new, unchanged, scheduled, staged_count = cursor.fetchone()
         return MergeCounts(new, total - new - unchanged, unchanged, scheduled, staged_count - total)
+
+    def _insert_staged_if_empty(
+        self, queue: str, table: str, tokens: Sequence[int], default_status: str, now: datetime
+    ) -> MergeCounts | None:
+        """The counts of :data:`INSERT_STAGED_SQL` when ``queue`` is empty and it stores every staged message;
+        None, and nothing written, when the queue holds a row or an id repeats."""
+        insert = INSERT_STAGED_SQL.format(queue=queue, columns=self._columns(), staging=self.quote(table))
+        at = self.adapt(now)
+        with self.cursor() as cursor:
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {queue})")
+            if cursor.fetchone()[0]:
+                return None
+            try:
+                with transaction.atomic(using=self.alias):  # a savepoint: a refused id undoes only this insert
+                    cursor.execute(insert, [default_status, at, at, list(tokens)])
+                    new, scheduled = cursor.fetchone()
+            except IntegrityError:
+                return None
+        return MergeCounts(new, 0, 0, scheduled, 0)
 
     @contextmanager
     def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:

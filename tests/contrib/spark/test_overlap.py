@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from django.db import transaction
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.contrib.spark import SyncCounts, sync
 from tests.commands import PATIENCE, Commands
-from tests.locks import Background, lock_waits, row_held, turn_held
+from tests.locks import Background, held, lock_waits, row_held, turn_held
 from tests.testapp.queues import Inventory, Product
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engines("postgresql", "mysql")]
@@ -80,6 +82,25 @@ def test_sync__waits_its_turn_and_counts_what_it_did(frame: Any) -> None:
 
     other.outcome()
     assert counts == SyncCounts(new=0, changed=0, unchanged=50, scheduled=0, rejected=0, superseded=0)
+
+
+def test_sync__into_an_empty_queue_meets_a_message_stored_meanwhile(frame: Any) -> None:
+    """A first sync into an empty queue whose insert meets an id that another writer is storing waits for it,
+    then merges: the message stored meanwhile with the same JSON is counted unchanged and not stored twice."""
+
+    @contextmanager
+    def enqueued() -> Iterator[None]:
+        with transaction.atomic():
+            enqueue(product(3, "Product"))
+            yield
+
+    other, _ = meanwhile(lambda: held(enqueued), [])
+
+    counts = sync(frame(products(10), PRODUCT), Product)
+
+    other.outcome()
+    assert counts == SyncCounts(new=9, changed=0, unchanged=1, scheduled=0, rejected=0, superseded=0)
+    assert sorted(Product.queue_items().values_list("message_id", flat=True)) == [f"SKU-{i}" for i in range(10)]
 
 
 def test_nexus_spark_sync__shows_that_it_waits_its_turn(child_env: dict[str, str], tmp_path: Path) -> None:
