@@ -53,9 +53,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.line(f"SKIPPED [{count}] {reason}")
 
 
+SLOW_FIXTURES = {
+    "page", "spark", "frame", "spark_cluster", "java", "broker", "manage", "run_python", "run_django", "demo_python",
+}  # fmt: skip
+"""A test using one of these (a browser, Spark, the broker, processes of its own) takes seconds: it is marked slow."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m "not slow"`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``@pytest.mark.engines("postgresql", ...)`` runs a test only on those vendors."""
+    """Tests using :data:`SLOW_FIXTURES` are ``slow``; ``@pytest.mark.engines("postgresql", ...)`` runs a test only
+    on those vendors."""
     for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         marker = item.get_closest_marker("engines")
         if marker and connection.vendor not in marker.args:
             item.add_marker(

@@ -21,6 +21,7 @@ from tests.commands import PATIENCE, ROOT, Command, reports, wait_until
 PGBINS = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.engines("postgresql"),
     # In CI missing binaries fail the test rather than skip it.
     pytest.mark.skipif(
