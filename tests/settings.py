@@ -53,6 +53,8 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "static/"
+# Every test user's password is hashed once at least: PBKDF2's million rounds would cost a CPU second each.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # This run's token, in the test database's name (and the default SQLite file's), so that two runs on one machine
