@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -14,11 +16,56 @@ from django.db import connection
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
 from tests.commands import ROOT
+from tests.required import REQUIRED
+
+pytest_plugins = ["tests.browser"]
+"""The browser tests' ``page``, wherever they are."""
 
 
+SERVERS = {"postgresql": ("PostgreSQL", 5432, "POSTGRES_URL"), "mysql": ("MariaDB", 3306, "MARIADB_URL")}
+"""Each database server's name, default port, and the variable that points tox's run at another one."""
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A database server that does not answer ends the run in one line: a skip, or a failure in CI."""
+    if connection.vendor not in SERVERS or str(connection.settings_dict["HOST"]).startswith("/"):
+        return
+    name, default_port, variable = SERVERS[connection.vendor]
+    host, port = connection.settings_dict["HOST"] or "localhost", int(connection.settings_dict["PORT"] or default_port)
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as exc:
+        verdict = "CI requires it" if REQUIRED else "this engine's tests are skipped"
+        pytest.exit(f"No {name} at {host}:{port} ({exc}), {verdict}: start it, or point {variable} (tox) or "
+                    f"DATABASE_URL at one", returncode=pytest.ExitCode.TESTS_FAILED if REQUIRED else pytest.ExitCode.OK)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skipped tests, one line per reason (what is missing and how to get it) rather than one per test."""
+    reasons = Counter(
+        str(report.longrepr[2]).removeprefix("Skipped: ")
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple)
+    )
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+    for reason, count in reasons.most_common():
+        terminalreporter.line(f"SKIPPED [{count}] {reason}")
+
+
+SLOW_FIXTURES = {
+    "page", "spark", "frame", "spark_cluster", "java", "broker", "manage", "run_python", "run_django", "demo_python",
+}  # fmt: skip
+"""A test using one of these (a browser, Spark, the broker, processes of its own) takes seconds: it is marked slow."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m "not slow"`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``@pytest.mark.engines("postgresql", ...)`` runs a test only on those vendors."""
+    """Tests using :data:`SLOW_FIXTURES` are ``slow``; ``@pytest.mark.engines("postgresql", ...)`` runs a test only
+    on those vendors."""
     for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         marker = item.get_closest_marker("engines")
         if marker and connection.vendor not in marker.args:
             item.add_marker(

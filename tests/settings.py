@@ -53,16 +53,24 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "static/"
+# Every test user's password is hashed once at least: PBKDF2's million rounds would cost a CPU second each.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-_sqlite_file = Path(tempfile.gettempdir()) / "nexus_queues_tests.sqlite3"
+# This run's token, in the test database's name (and the default SQLite file's), so that two runs on one machine
+# (two checkouts, or a developer and CI) never share one; subprocesses inherit it with the environment.
+RUN = os.environ.setdefault("NEXUS_TEST_RUN", str(os.getpid()))
+_sqlite_file = Path(tempfile.gettempdir()) / f"nexus_queues_tests_{RUN}.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{_sqlite_file}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not memory, so that worker subprocesses share the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(Path(DATABASES["default"]["NAME"]).with_suffix(".test.sqlite3"))}
+    _test_file = Path(DATABASES["default"]["NAME"]).with_suffix(f".test_{RUN}.sqlite3")
+    DATABASES["default"]["TEST"] = {"NAME": str(_test_file)}
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{RUN}"}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
-    DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    DATABASES["default"]["TEST"] |= {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
 # Subprocesses started by tests connect straight to the test database.
 if os.environ.get("NEXUS_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["NEXUS_TEST_DB_NAME"]

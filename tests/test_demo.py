@@ -4,9 +4,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.commands import ROOT
 
 
+@pytest.mark.slow
 def test_nexus_demo__runs_on_a_fresh_database(tmp_path):
     """manage.py nexus_demo migrates a new SQLite file, enqueues, processes and reports per status."""
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}"}

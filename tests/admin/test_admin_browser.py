@@ -1,67 +1,21 @@
 """The queue admin and the jobs page end to end in headless Chromium (Debian's), driven by Playwright, against a
-live server.
-
-Screenshots land in ``test-artifacts/``.
-"""
+live server (``page``: see ``tests/browser.py``)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
-from django.contrib.auth.models import User
-from django.db import connections
 from django.utils import timezone
 
 from nexus_queues import enqueue_many
 from nexus_queues.models import JobRun, PeriodicJobSettings
+from tests.browser import screenshot
 from tests.factories import ErrorFactory, ItemFactory, LeasedFactory, SleepingFactory
 from tests.testapp.queues import Audit, Greeting, Price, Product
 
-CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
-REQUIRED = os.environ.get("NEXUS_BROWSER_TESTS") == "required" or os.environ.get("CI") == "true"
-"""In CI (or with NEXUS_BROWSER_TESTS=required) a missing browser fails rather than skips."""
-playwright_api = importlib.import_module("playwright.sync_api") if REQUIRED else pytest.importorskip(
-    "playwright.sync_api"
-)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 GREETINGS = "/admin/testapp/greetingqueueitem/"
 CRUMB = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
-
-pytestmark = pytest.mark.skipif(not REQUIRED and not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
-
-
-@pytest.fixture
-def page(live_server: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    """A headless Chromium page logged in to the admin as a superuser."""
-    User.objects.create_superuser("operator", "op@example.com", "secret-pw")
-    # Playwright's sync API keeps an (idle) event loop in this thread while the test makes its sync ORM calls.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(base_url=live_server.url, viewport={"width": 1400, "height": 900})
-        tab = context.new_page()
-        tab.goto("/admin/login/")
-        tab.fill("#id_username", "operator")
-        tab.fill("#id_password", "secret-pw")
-        tab.click("input[type=submit]")
-        tab.wait_for_selector("#site-name")
-        yield tab
-        browser.close()
-        # Inside Playwright's context the ORM runs in another async context, on its own connection.
-        connections.close_all()
-
-
-def screenshot(tab: object, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    tab.screenshot(path=str(ARTIFACTS / f"admin_{name}.png"), full_page=True)
 
 
 def seed(pending: int, on_hold: int) -> list[int]:

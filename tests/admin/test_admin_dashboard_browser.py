@@ -17,7 +17,7 @@ from django.utils import timezone
 from nexus_queues import enqueue_many
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue
 from nexus_queues.throughput import QueueMinute
-from tests.admin.test_admin_browser import ARTIFACTS, page, screenshot  # noqa: F401  (the logged-in tab)
+from tests.browser import ARTIFACTS, screenshot
 from tests.commands import Command, Commands, wait_until
 from tests.factories import ErrorFactory, SleepingFactory
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
@@ -42,7 +42,7 @@ def not_reloaded(tab: object) -> bool:
     return tab.evaluate("window.nexusNotReloaded === true")
 
 
-def test_browser__dashboard_from_the_index_refreshes_in_place(page: object) -> None:  # noqa: F811
+def test_browser__dashboard_from_the_index_refreshes_in_place(page: object) -> None:
     """From the index's Dashboard line, the queue shows its Pending count and its chart; messages enqueued later
     appear within a poll, swapped in without a reload; the index's category leads to the category's page."""
     enqueue_many([Greeting(name=str(n)) for n in range(2)])
@@ -87,7 +87,7 @@ def live_row(pid: int) -> str:
     return f"#dashboard-processes tr.nexus-live-process[data-pid='{pid}']"
 
 
-def test_browser__real_workers_live_then_one_killed_goes(page: object, manage: Commands, settings) -> None:  # noqa: F811
+def test_browser__real_workers_live_then_one_killed_goes(page: object, manage: Commands, settings) -> None:
     """Two ``nexus_worker`` processes and a ``nexus_dispatch`` show live on the dashboard, the workers beside their
     queue, which they drain (its processed per minute rises); after a SIGKILL one worker leaves the page within
     WORKER_GONE_AFTER and a poll, without a reload."""
@@ -146,7 +146,7 @@ def a_busy_site() -> None:
         WorkerProcessQueue.objects.bulk_create(WorkerProcessQueue(process=row, queue=q) for q in queues)
 
 
-def test_browser__dashboard_fits_1400_px_in_light_and_dark(page: object) -> None:  # noqa: F811
+def test_browser__dashboard_fits_1400_px_in_light_and_dark(page: object) -> None:
     """A busy dashboard fits a 1400 px window without scrolling sideways, in light and dark mode; its picture and
     the change list's are kept for the README."""
     a_busy_site()

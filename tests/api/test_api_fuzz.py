@@ -46,6 +46,7 @@ def basic_auth(db, settings):
     max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+@pytest.mark.slow
 def test_api__no_server_errors(case, basic_auth):
     """Generated requests, valid and invalid, get a 2xx or 4xx answer, never a 5xx."""
     case.call_and_validate(headers=basic_auth, checks=[not_a_server_error])
@@ -68,6 +69,7 @@ def token_api(db):
 @given(text=JSON_TEXTS)
 @settings(max_examples=MAX_EXAMPLES * 4, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.slow
 def test_api__any_json_text_is_answered_without_a_server_error(token_api, text):
     """Any text as a list filter, a status change's filter or an enqueue body gets a 2xx or 4xx."""
     assert token_api.get("queues/inventory/messages", filter=text).status_code < 500

@@ -17,6 +17,8 @@ from django.db import connection
 
 from tests.commands import ROOT
 
+pytestmark = pytest.mark.slow  # each test starts worker processes
+
 HANG_GUARD = 120
 """Seconds after which a worker that has not exited is taken as hanging (the failure this module is about)."""
 

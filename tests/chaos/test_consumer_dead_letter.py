@@ -18,7 +18,7 @@ from nexus_queues.contrib.rabbitmq.bodies import Delivery
 from nexus_queues.contrib.rabbitmq.consuming import Consumer
 from nexus_queues.enqueueing import EnqueueResult
 from tests.commands import PATIENCE, wait_until
-from tests.contrib.rabbitmq.conftest import Broker, broker  # noqa: F401  (the broker fixture)
+from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401  (the broker fixture)
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Arrival
 

@@ -20,7 +20,7 @@ from nexus_queues.health import queue_health
 from nexus_queues.messages import HealthStatus
 from nexus_queues.processes import ProcessState, WorkerProcess
 from tests.commands import Command, Commands, wait_until
-from tests.contrib.rabbitmq.conftest import Broker, broker  # noqa: F401  (the broker fixture)
+from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401  (the broker fixture)
 from tests.testapp.queues import Arrival
 
 from .test_consumer_dead_letter import VALID, _policy_name, _rabbitmqctl, bodies, counts, publish, refuse_publishes

@@ -16,7 +16,7 @@ from nexus_queues.contrib.rabbitmq.publishing import disconnect
 from nexus_queues.worker.heartbeat import Heartbeat
 from nexus_queues.worker.runs import run_once
 from tests.commands import PATIENCE, wait_until
-from tests.contrib.rabbitmq.conftest import Broker, broker  # noqa: F401  (the broker fixture)
+from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401  (the broker fixture)
 from tests.contrib.rabbitmq.test_publishing import (
     NOT_PUBLISHED,
     order_ids,

@@ -20,8 +20,8 @@ from nexus_queues.exceptions import MessageTooLarge
 from nexus_queues.staging import StagedRow, create, drop, new_table_name, new_token, stage, staging_model
 from nexus_queues.tasks.compat import TaskResultStatus
 from nexus_queues.tasks.queues import task_queue
-from tests.contrib.rabbitmq.conftest import Broker, broker  # noqa: F401
-from tests.contrib.spark.conftest import frame, spark  # noqa: F401
+from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401
+from tests.contrib.spark.conftest import frame, java, spark  # noqa: F401
 from tests.tasks.conftest import files_fixture, manage_fixture  # noqa: F401
 from tests.testapp import tasks
 from tests.testapp.queues import Greeting, Product

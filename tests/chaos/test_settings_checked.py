@@ -67,6 +67,7 @@ def test_manage_py_check__refuses_an_int_peek_delay(settings) -> None:
         call_command("check")
 
 
+@pytest.mark.slow
 def test_nexus_worker__refuses_to_start_with_an_int_peek_delay(tmp_path) -> None:
     """A real ``manage.py nexus_worker`` stops at the system checks, naming the setting, and exits non-zero."""
     settings_module = 'from tests.settings import *\nNEXUS_QUEUES = {"WORKER_PEEK_DELAY": 5}\n'

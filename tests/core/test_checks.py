@@ -11,6 +11,7 @@ from nexus_queues.checks import check_live_worker_settings, check_settings, chec
 from tests.testapp.queues import Greeting
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_check_tables__quiet_when_migrated():
     assert check_tables(databases=["default"]) == []
@@ -21,6 +22,7 @@ def test_check_tables__skipped_without_database_flag():
     assert check_tables(databases=None) == []
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_check_tables__missing_index_warns():
     """A dropped index gives W003 naming the index and its columns."""

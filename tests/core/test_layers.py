@@ -3,6 +3,8 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 import nexus_queues
 
 PACKAGE = Path(nexus_queues.__file__).parent
@@ -109,6 +111,7 @@ def test_layers__no_module_imports_ours_inside_a_function():
     assert hidden == {}
 
 
+@pytest.mark.slow
 def test_layers__module_imports_have_no_cycle():
     """The modules' load-time imports form a DAG: each module can be read knowing only those below it."""
     at_load, _ = _graph()

@@ -309,6 +309,7 @@ def test_reschedule__last_supported_time_is_kept():
     assert Greeting.queue_model.objects.get().process_at == LATEST_DATETIME
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadlock():
     """An operator's JSON-filtered update_status and workers leasing and completing the same rows all finish.
@@ -322,6 +323,7 @@ def test_update_status__by_json_beside_leasing_workers_reaches_no_one_as_a_deadl
     assert not Inventory.queue_model.objects.filter(attempts=0).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_update_status__by_json_beside_workers_deleting_what_they_complete():
     """The same race on a queue that deletes processed messages: every message is completed and deleted."""

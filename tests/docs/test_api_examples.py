@@ -46,6 +46,7 @@ def test_curl_examples__found() -> None:
     assert sum(body is not None for _, _, body, _ in CALLS) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("block", "url", "body", "answer"), CALLS, ids=[f"{c[0]}:{c[1]}" for c in CALLS])
 def test_curl_example__answers_as_shown(block: str, url: str, body: str | None, answer: str | None) -> None:

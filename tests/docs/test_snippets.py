@@ -46,7 +46,11 @@ def _shows_test_app_queues(snippet: Snippet) -> bool:
 
 PYTHON = snippets("python")
 DEFINITIONS = [s for s in PYTHON if _shows_test_app_queues(s)]
-RUNNABLE = [s for s in PYTHON if not _shows_test_app_queues(s)]
+RUNNABLE = [
+    pytest.param(s, marks=[pytest.mark.slow] if "spark" in s.code else [], id=s.name)  # Spark starts in seconds
+    for s in PYTHON
+    if not _shows_test_app_queues(s)
+]
 
 
 def _without_docstring(node: ast.ClassDef) -> str:
@@ -100,7 +104,7 @@ def _signals() -> list[Signal]:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("snippet", RUNNABLE, ids=lambda s: s.name)
+@pytest.mark.parametrize("snippet", RUNNABLE)
 def test_snippet__runs(snippet: Snippet, sandbox: dict[str, Any]) -> None:
     """The block runs as a reader would paste it; settings, URLconfs and app configs it shows work."""
     if "nexus_queues.signals" in snippet.code or "import signals" in snippet.code:

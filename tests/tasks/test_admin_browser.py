@@ -5,21 +5,15 @@ Screenshots land in ``test-artifacts/``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from tests.admin.test_admin_browser import CHROMIUM, REQUIRED, page, screenshot  # noqa: F401  (the logged-in tab)
+from tests.browser import screenshot
 from tests.tasks.test_admin import run_tasks
 from tests.testapp import tasks
-
-pytestmark = pytest.mark.skipif(not REQUIRED and not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 
 FITS = "document.documentElement.scrollWidth <= window.innerWidth"
 """The page needs no sideways scrolling."""
 
 
-def test_browser__task_list_and_failed_task_page(page: object) -> None:  # noqa: F811
+def test_browser__task_list_and_failed_task_page(page: object) -> None:
     """From the index, a task queue lists its tasks' paths, arguments, statuses and priorities without sideways
     scrolling; searching a failed task's result id finds it alone, and its page shows the exception class path and
     traceback of its attempt, with the queue's copy of the error folded away."""

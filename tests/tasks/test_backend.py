@@ -48,6 +48,7 @@ def test_enqueue__arguments_must_be_json(manage):
     assert not task_queue("default").queue_items().exists()
 
 
+@pytest.mark.slow
 def test_backend__a_task_can_be_declared_before_django_is_set_up():
     """Loading the backend loads no model, so a module of @task functions may be imported before django.setup()."""
     code = (

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,10 +18,10 @@ import pytest
 
 from tests.commands import PATIENCE, ROOT, Command, reports, wait_until
 
-PORT = 5499
 PGBINS = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.engines("postgresql"),
     # In CI missing binaries fail the test rather than skip it.
     pytest.mark.skipif(
@@ -34,6 +35,7 @@ class Cluster:
 
     def __init__(self, base: Path) -> None:
         self.base, self.data, self.bin = base, base / "data", PGBINS[-1].parent if PGBINS else Path()
+        self.port = free_port()
 
     def run(self, *args: str, check: bool = True) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -43,12 +45,19 @@ class Cluster:
         self.run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
 
     def start(self) -> None:
-        options = f"-p {PORT} -c listen_addresses=127.0.0.1 -k {self.base}"
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base}"
         log = str(self.base / "log")
         self.run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", log, "-w", "-o", options, "start")
 
     def stop(self, mode: str = "fast", check: bool = True) -> None:
         self.run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=check)
+
+
+def free_port() -> int:
+    """A port free now, so that two runs on one machine start their clusters on different ports."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -84,8 +93,8 @@ def test_nexus_worker__survives_a_database_restart(cluster, tmp_path):
     """The worker logs, backs off and reconnects; it then drains what came meanwhile, and every message
     is either processed once or left Leased (the batch whose acknowledgement the outage lost)."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT),
-           "DATABASE_URL": f"postgres://postgres@127.0.0.1:{PORT}/postgres", "NEXUS_TEST_OUT": str(tmp_path / "out"),
-           "NEXUS_TEST_BATCH": "10", "NEXUS_TEST_PING_SLEEP": "0.005"}
+           "DATABASE_URL": f"postgres://postgres@127.0.0.1:{cluster.port}/postgres",
+           "NEXUS_TEST_OUT": str(tmp_path / "out"), "NEXUS_TEST_BATCH": "10", "NEXUS_TEST_PING_SLEEP": "0.005"}
     env.pop("NEXUS_TEST_DB_NAME", None)
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=PATIENCE)
     python(env, ENQUEUE.format(0, 300))

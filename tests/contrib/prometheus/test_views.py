@@ -160,6 +160,7 @@ def test_metrics__only_get():
     assert client.post("/nexus/metrics/").status_code == 405
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_metrics__counters_after_a_real_worker_run(child_env, tmp_path, bearer):
     """After ``nexus_worker --burst`` drains the queue, processed and failed messages and the runs (count and

@@ -7,10 +7,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from pika import URLParameters
 from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
+from pika.exceptions import AMQPConnectionError
 
 from nexus_queues.contrib.rabbitmq.connections import confirmed_channel, connect
 from nexus_queues.contrib.rabbitmq.delays import LEVELS, delivery_exchange, level_exchange
+from tests.required import missing
 from tests.settings import NEXUS_RABBITMQ
 
 URL = NEXUS_RABBITMQ["URL"]
@@ -37,9 +40,20 @@ class Broker:
         return {**NEXUS_RABBITMQ, "DELAY_PREFIX": self.prefix}
 
 
+@pytest.fixture(scope="session")
+def rabbitmq() -> None:
+    """The real broker answers: asked once per run, its tests skip (fail in CI) when it does not."""
+    try:
+        connect(URL).close()
+    except AMQPConnectionError as exc:
+        where = URLParameters(URL)
+        missing(f"no RabbitMQ at {where.host}:{where.port} ({exc!r})",
+                "start it (rabbitmq-server -detached), or NEXUS_TEST_RABBITMQ_URL=amqp://...")
+
+
 @pytest.fixture
-def broker(settings: object) -> Iterator[Broker]:
-    """A connection to the real broker (unreachable is a failure, not a skip) and a prefix for this test.
+def broker(rabbitmq: None, settings: object) -> Iterator[Broker]:
+    """A connection to the real broker and a prefix for this test.
 
     ``settings.NEXUS_RABBITMQ`` points at it for the test; everything under the prefix is deleted after.
     """

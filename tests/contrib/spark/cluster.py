@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -29,15 +29,8 @@ DRIVERS_OWN = ("DJANGO_SETTINGS_MODULE", "NEXUS_TEST_DB_NAME", "DATABASE_URL", "
 """What the daemons must not inherit: the executors learn Django's setup and their Python from the driver."""
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on at the moment."""
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 def daemon_env() -> dict[str, str]:
-    """Environment of the master and worker: Spark bound to 127.0.0.1, no fixed ports, none of the driver's setup."""
+    """Environment of the master and worker: Spark bound to 127.0.0.1, none of the driver's setup."""
     env = {key: value for key, value in os.environ.items() if key not in DRIVERS_OWN}
     return {
         **env,
@@ -83,6 +76,12 @@ class Daemon:
         """Send ``number`` to every process of its group (the executors and their Pythons included)."""
         with suppress(ProcessLookupError):
             os.killpg(self.proc.pid, number)
+
+    def port(self, service: str) -> int | None:
+        """The port Spark's ``service`` bound, once its log says so."""
+        log = self.log.read_text(errors="replace")
+        found = re.search(rf"Successfully started service '{service}' on port (\d+)", log)
+        return int(found.group(1)) if found else None
 
     def gone(self) -> bool:
         """Whether no process of its group is left."""
@@ -141,27 +140,32 @@ class Cluster:
 
 @contextmanager
 def standalone_cluster(folder: Path) -> Iterator[Cluster]:
-    """A master and one worker (1 core, 1g) on 127.0.0.1, registered before the body and stopped after it."""
-    port, webui = free_port(), free_port()
-    cluster = Cluster(f"spark://{HOST}:{port}", f"http://{HOST}:{webui}", folder / "work")
-    cluster.work_dir.mkdir()
+    """A master and one worker (1 core, 1g) on 127.0.0.1, registered before the body and stopped after it.
+
+    Every port is 0, the system's choice, read back from the daemon's log: a port chosen beforehand may be taken
+    by another run before Spark binds it, and Spark would then move to the next one while the worker calls the first.
+    """
+    daemons: list[Daemon] = []
     try:
-        master = [
-            "org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port), "--webui-port", str(webui),
-        ]  # fmt: skip
-        cluster.daemons.append(Daemon.start("master", master, folder))
+        master = ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", "0", "--webui-port", "0"]
+        daemons.append(started := Daemon.start("master", master, folder))
+        _wait(lambda: started.port("sparkMaster") and started.port("MasterUI"), "the Spark master's ports", STARTUP,
+              lambda: started.log.read_text(errors="replace"))
+        cluster = Cluster(f"spark://{HOST}:{started.port('sparkMaster')}", f"http://{HOST}:{started.port('MasterUI')}",
+                          folder / "work", daemons)
+        cluster.work_dir.mkdir()
         worker = [
-            "org.apache.spark.deploy.worker.Worker", cluster.url, "--host", HOST, "--cores", "1", "--memory", "1g",
-            "--work-dir", str(cluster.work_dir), "--webui-port", str(free_port()),
+            "org.apache.spark.deploy.worker.Worker", cluster.url, "--host", HOST, "--port", "0", "--webui-port", "0",
+            "--cores", "1", "--memory", "1g", "--work-dir", str(cluster.work_dir),
         ]  # fmt: skip
-        cluster.daemons.append(Daemon.start("worker", worker, folder))
+        daemons.append(Daemon.start("worker", worker, folder))
         cluster.wait_for(cluster.worker_alive, f"a worker registered with the master at {cluster.url}")
         yield cluster
     finally:
-        for daemon in reversed(cluster.daemons):
+        for daemon in reversed(daemons):
             daemon.stop()
-        for daemon in cluster.daemons:
-            _wait(daemon.gone, f"the processes of the Spark {daemon.name} to be gone", STOPPING, cluster.logs)
+        for daemon in daemons:
+            _wait(daemon.gone, f"the processes of the Spark {daemon.name} to be gone", STOPPING, lambda: "")
 
 
 def _within(timeout: float, condition: Callable[[], object]) -> bool:

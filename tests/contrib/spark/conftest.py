@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from nexus_queues.contrib.spark import session
 from tests.contrib.spark.cluster import Cluster, standalone_cluster
+from tests.required import missing
 
 
 @pytest.fixture(scope="session")
-def spark(django_db_setup: None, django_db_blocker: Any) -> Iterator[SparkSession]:
+def java() -> None:
+    """Spark runs on the machine's Java: the tests that start Spark skip without it (fail in CI)."""
+    if not shutil.which("java"):
+        missing("no Java for Spark", "apt-get install openjdk-17-jre-headless (or put java on PATH)")
+
+
+@pytest.fixture(scope="session")
+def spark(java: None, django_db_setup: None, django_db_blocker: Any) -> Iterator[SparkSession]:
     """A local SparkSession of two threads whose processes use this run's test databases; a failed task
     is tried twice (``local[2,2]``), and Arrow batches are small so that a partition stages several."""
     conf = {
@@ -41,7 +50,7 @@ def frame(spark: SparkSession) -> Any:
 
 
 @pytest.fixture
-def spark_cluster(tmp_path: Path) -> Iterator[Cluster]:
+def spark_cluster(java: None, tmp_path: Path) -> Iterator[Cluster]:
     """A standalone Spark master and worker on 127.0.0.1 for this test, their logs in ``tmp_path``."""
     with standalone_cluster(tmp_path) as cluster:
         yield cluster

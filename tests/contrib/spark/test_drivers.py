@@ -18,7 +18,7 @@ from nexus_queues.contrib.spark import drivers
 from nexus_queues.contrib.spark.models import Sync
 from tests.commands import PATIENCE, ROOT, wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("java")]  # a real driver runs Spark
 
 SPARK_START = 5 * PATIENCE
 """Seconds a new driver process may take to start Spark and its sync."""

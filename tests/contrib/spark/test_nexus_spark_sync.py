@@ -181,6 +181,7 @@ def run_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[
     return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_nexus_spark_sync__missing_file_one_line(child_env: dict[str, str]) -> None:
     """A missing input is one clear line and a non-zero exit, before Spark starts (no Java in the output)."""
     done = run_command(child_env, "--queue", "inventory", "--input", "/nonexistent/catalogue.parquet")
@@ -210,6 +211,7 @@ def unmigrated_env(tmp_path: Path) -> Iterator[dict[str, str]]:
             cursor.execute(f"DROP DATABASE {name}")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # PostgreSQL makes no database inside a transaction
 def test_nexus_spark_sync__unmigrated_database(unmigrated_env: dict[str, str], tmp_path: Path) -> None:
     """An unmigrated database is one clear line naming the missing tables and the fix, before Spark starts."""
