@@ -15,6 +15,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from nexus_queues import Status, enqueue_many
 from nexus_queues.contrib.spark.executors import DjangoSetup
+from nexus_queues.contrib.spark.options import ReadOptions
 from nexus_queues.contrib.spark.reading import (
     IdRange,
     QueueReader,
@@ -177,7 +178,7 @@ def test_queue_reader__plans_without_counting() -> None:
     """Planning a read asks the database for the smallest and largest id: no COUNT, which reads every row."""
     enqueue_many([Greeting(name=f"n{i}") for i in range(10)])
     ids = list(Greeting.queue_items().order_by("id").values_list("id", flat=True))
-    reader = QueueReader.plan("greetings", 3, spark_schema(Greeting), DjangoSetup.of_this_process())
+    reader = QueueReader.plan(ReadOptions("greetings", 3), spark_schema(Greeting), DjangoSetup.of_this_process())
 
     with CaptureQueriesContext(connection) as queries:
         ranges = reader.partitions()
