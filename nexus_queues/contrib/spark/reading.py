@@ -94,19 +94,15 @@ class QueueReader(DataSourceReader):
             message_class = registry.get(self.options.queue)
             maker = RowMaker(message_class, self.schema)
             items = message_class.queue_items().filter(narrowing(self.options))
-            fields = frozenset(maker.defaults)
-            bulk = BulkParser.of(arrow, fields) if maker.bulk and writes_json_lines(items.db) else None
+            bulk = BulkParser.of(arrow, frozenset(maker.defaults)) if maker.bulk else None
+            if not writes_json_lines(items.db):
+                bulk = None
             for chunk in chunks(partition):
-                if bulk is not None:
-                    rows = items.filter(id__gte=chunk.first, id__lte=chunk.last)
-                    lines = json_lines(rows, maker.row_columns, bool(fields), maker.defaults_to_fill)
-                    try:
-                        if lines is not None:
-                            yield bulk.batch(lines)
-                            continue
-                    except Unparsed:
-                        pass  # read again row by row, which makes null what does not fit
-                yield from row_batches(items, chunk, maker, arrow)
+                batch = bulk_batch(bulk, items, chunk, maker) if bulk is not None else None
+                if batch is not None:
+                    yield batch
+                else:
+                    yield from row_batches(items, chunk, maker, arrow)
 
 
 def narrowing(options: ReadOptions) -> Q:
@@ -130,6 +126,19 @@ def chunks(ids: IdRange, width: int = CHUNK) -> Iterator[IdRange]:
     """``ids`` in ranges of ``width`` ids."""
     for first in range(ids.first, ids.last + 1, width):
         yield IdRange(first, min(first + width - 1, ids.last))
+
+
+def bulk_batch(parser: BulkParser, items: QueueItemQuerySet, ids: IdRange, maker: RowMaker) -> pa.RecordBatch | None:
+    """The rows in ``ids`` read in bulk; None for the per-row path to read them (too many columns for the
+    database's JSON lines, or a value the bulk parser would not read as the per-row path does)."""
+    rows = items.filter(id__gte=ids.first, id__lte=ids.last)
+    lines = json_lines(rows, maker.row_columns, bool(maker.defaults), maker.defaults_to_fill)
+    if lines is None:
+        return None
+    try:
+        return parser.batch(lines)
+    except Unparsed:
+        return None  # the per-row path makes null what does not fit
 
 
 def row_batches(items: QueueItemQuerySet, ids: IdRange, maker: RowMaker, arrow: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -29,9 +29,9 @@ from pyspark.sql.types import (
 )
 
 from nexus_queues import enqueue_many
-from nexus_queues.backends.lines import json_lines, writes_json_lines
-from nexus_queues.contrib.spark.lines import BulkParser, Unparsed
-from nexus_queues.contrib.spark.reading import IdRange, RowMaker, row_batches
+from nexus_queues.backends.lines import writes_json_lines
+from nexus_queues.contrib.spark.lines import BulkParser
+from nexus_queues.contrib.spark.reading import IdRange, RowMaker, bulk_batch, row_batches
 from nexus_queues.contrib.spark.schema import ROW_COLUMNS
 from tests.testapp.queues import Greeting, Price, Product
 
@@ -50,12 +50,8 @@ def both_ways(message_class: type, schema: StructType) -> tuple[pa.Table | None,
     by_row = pa.Table.from_batches(list(rows), schema=arrow)
     parser = BulkParser.of(arrow, frozenset(maker.defaults))
     assert parser is not None and maker.bulk
-    lines = json_lines(items, maker.row_columns, bool(maker.defaults), maker.defaults_to_fill)
-    assert lines is not None
-    try:
-        return pa.Table.from_batches([parser.batch(lines)]), by_row
-    except Unparsed:
-        return None, by_row
+    bulk = bulk_batch(parser, items, ids, maker)
+    return (None if bulk is None else pa.Table.from_batches([bulk])), by_row
 
 
 PRODUCT = StructType([
