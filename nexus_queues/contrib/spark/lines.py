@@ -18,9 +18,11 @@ import pyarrow.json as pj
 
 from ...backends.lines import MESSAGE
 
-TIMESTAMP_TEXT = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?$"
+_YEAR = r"(000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d{3})"  # Python's years: 1 to 9999
+_HOURS = r"([01]\d|2[0-3]):[0-5]\d"
+TIMESTAMP_TEXT = rf"^{_YEAR}-\d{{2}}-\d{{2}}T{_HOURS}:[0-5]\d(\.\d{{1,6}})?(Z|[+-]{_HOURS})?$"
 """The times read in bulk (those pydantic and PostgreSQL write); a time without an offset is in UTC."""
-DATE_TEXT = r"^\d{4}-\d{2}-\d{2}$"
+DATE_TEXT = rf"^{_YEAR}-\d{{2}}-\d{{2}}$"
 DECIMAL_TEXT = r"^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 _ZONED = r"(Z|[+-]\d{2}:\d{2})$"
 _READ = pj.ReadOptions(block_size=1 << 26)

@@ -217,3 +217,29 @@ def test_bulk__equals_row_by_row(case: tuple[StructType, list[dict[str, Any]]]) 
     event("read in bulk" if bulk is not None else "left to the per-row path")
     if bulk is not None:
         assert bulk.equals(by_row), (bulk.to_pylist(), by_row.to_pylist())
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("data_type", "text"),
+    [
+        (TimestampType(), "0000-01-01T00:00:00Z"),
+        (TimestampType(), "2026-01-01T24:00:00Z"),
+        (TimestampType(), "2026-01-01T10:00:00+24:00"),
+        (TimestampType(), "2026-01-01T10:00:00.1234567Z"),
+        (TimestampType(), "2026-01-01 10:00:00+00"),
+        (TimestampType(), "2026-02-30T10:00:00Z"),
+        (DateType(), "0000-01-01"),
+        (DateType(), "2026-01-01T00:00:00"),
+        (DecimalType(10, 2), " 1.5"),
+        (DecimalType(10, 2), "NaN"),
+        (DecimalType(10, 2), "1.005"),
+    ],
+)
+def test_bulk__texts_at_the_edge_read_as_row_by_row(data_type: DataType, text: str) -> None:
+    """Times, dates and decimals in forms just outside those read in bulk read as the per-row path reads them."""
+    enqueue_many([Greeting(name=text), Greeting(name="2026-03-02T10:00:00Z")])
+
+    bulk, by_row = both_ways(Greeting, StructType([StructField("name", data_type)]))
+
+    assert bulk is None or bulk.equals(by_row)
