@@ -1,6 +1,7 @@
 """Reading a queue of 1,000,000 products on Spark: the ``nexus`` data source beside ``spark.read.jdbc`` on id.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/nq_bench_read .venv/bin/python tests/benchmarks/bench_spark_read.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/nq_bench_read \
+        .venv/bin/python tests/benchmarks/bench_spark_read.py --rows 1000000 --rounds 2
 
 Creates and afterwards drops the test database ``test_<name>``, fills the demo's ``product_updates``
 queue with ``--rows`` products by SQL (each with two prices, one with a validity window; 1% of them
@@ -10,7 +11,8 @@ in Error), then times, in turn for ``--rounds`` rounds on one SparkSession (``lo
                a hash of all its columns summed, so that every row and column is made
   jdbc         ``spark.read.jdbc`` of the same table partitioned on id (``--partitions``, fetchsize 2000, the
                message as its JSON text), counted and hashed the same way
-  nexus_error  the nexus read of ``where(status == "Error")`` (pushed down), beside jdbc_error, JDBC's own
+  nexus_error  the nexus read narrowed by ``.option("status", "Error")`` (in the database's query), beside
+               jdbc_error, JDBC's ``where(status == "Error")`` (pushed down)
 
 Spark's JDBC driver is Debian's ``libpostgresql-jdbc-java`` (``apt-get install libpostgresql-jdbc-java``):
 without the jar the JDBC figures are left out, and the bench says so.
@@ -96,7 +98,8 @@ def made(df: DataFrame) -> Callable[[], int]:
 
 def readers(spark: SparkSession, args: argparse.Namespace, jdbc: bool) -> dict[str, DataFrame]:
     nexus = spark.read.format("nexus").option("queue", "product_updates").option("partitions", args.partitions).load()
-    found = {"nexus": nexus, "nexus_error": nexus.where(F.col("status") == "Error")}
+    errors = spark.read.format("nexus").option("queue", "product_updates").option("status", "Error").load()
+    found = {"nexus": nexus, "nexus_error": errors}
     if jdbc:
         params = connection.settings_dict
         host, port = params["HOST"] or "127.0.0.1", params["PORT"] or 5432

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from ...exceptions import InvalidArgument
+from ...status import validate_status
 
 WRITE_OPTIONS = ("queue", "rejects", "max_rejects", "sync", "stream")
-READ_OPTIONS = ("queue", "partitions")
+READ_OPTIONS = (
+    "queue",
+    "partitions",
+    "status",
+    "min_id",
+    "max_id",
+    *(f"{column}_{end}" for column in ("created", "updated", "process") for end in ("from", "to")),
+)
+TIME_COLUMNS = {"created": "created_at", "updated": "updated_at", "process": "process_at"}
+"""The row columns a read narrows by time, by the start of their options' names."""
 SPARKS_OWN = ("path", "checkpointlocation")
 """Options Spark itself may pass along: ignored."""
 
@@ -50,10 +61,51 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     )
 
 
-def read_options(options: Mapping[str, str]) -> tuple[str, int | None]:
-    """The queue to read and how many partitions to read it in (None: as its size suggests)."""
+@dataclass(frozen=True)
+class ReadOptions:
+    """What to read of a queue, and in how many partitions."""
+
+    queue: str
+    partitions: int | None = None
+    """None: as many as the queue's ids suggest."""
+    statuses: tuple[str, ...] = ()
+    """Only rows in one of these statuses (all when empty)."""
+    min_id: int | None = None
+    max_id: int | None = None
+    """Only rows whose id is in this range, both ends included."""
+    times: dict[str, tuple[datetime | None, datetime | None]] = field(default_factory=dict)
+    """Only rows whose time column (its database name) is from the first time included to the second excluded."""
+
+
+def read_options(options: Mapping[str, str]) -> ReadOptions:
+    """The read options given to the data source, or :class:`InvalidArgument` naming the bad one."""
     given = _known(options, READ_OPTIONS)
-    return _queue(given), _count(given, "partitions", minimum=1)
+    times = {
+        column: (_time(given, f"{name}_from"), _time(given, f"{name}_to")) for name, column in TIME_COLUMNS.items()
+    }
+    return ReadOptions(
+        queue=_queue(given),
+        partitions=_count(given, "partitions", minimum=1),
+        statuses=tuple(validate_status(s.strip()) for s in given.get("status", "").split(",") if s.strip()),
+        min_id=_count(given, "min_id"),
+        max_id=_count(given, "max_id"),
+        times={column: ends for column, ends in times.items() if ends != (None, None)},
+    )
+
+
+def _time(given: dict[str, str], name: str) -> datetime | None:
+    if name not in given:
+        return None
+    try:
+        value = datetime.fromisoformat(given[name])
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        raise InvalidArgument(
+            f"Option {name} must be a time in ISO 8601 with its offset, as 2026-03-02T00:00:00+00:00; "
+            f"got {given[name]!r}."
+        )
+    return value
 
 
 def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:

@@ -1,8 +1,14 @@
-"""Reading a queue as a DataFrame: its id range split into partitions, each read in pages of ids.
+"""Reading a queue as a DataFrame: its id range split into partitions, each read in chunks of ids.
 
-Planning reads only the smallest and largest id (an index's two ends), never counts the rows.
-Filters are not pushed down: Spark 4.3 reuses the read planned for one query's pushed filters for
-the later unfiltered queries of the same loaded DataFrame (which then miss rows).
+Planning reads only the smallest and largest id (an index's two ends), never counts the rows. On
+PostgreSQL a chunk comes as JSON lines the database writes, parsed into Arrow in bulk
+(:mod:`.lines`); elsewhere, or for a chunk the bulk parser cannot read as the per-row path would,
+it is read in pages of rows made value by value (:class:`RowMaker`).
+
+Spark's filters are not pushed down: Spark 4.3 keeps the read planned with one query's pushed
+filters on the loaded DataFrame and reuses it for its later queries that push none, which would
+then miss rows. The read options narrow a read instead (:func:`narrowing`): they belong to the
+loaded DataFrame, so every query of it reads the same rows.
 
 The reader is unpickled in Spark's processes before Django is set up there: it reaches the queue
 through the registry, which Django's setup fills.
@@ -17,15 +23,19 @@ from itertools import islice, pairwise
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from django.db.models import Q
 from pydantic_core import PydanticUndefined, to_jsonable_python
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from ...backends.lines import json_lines, writes_json_lines
 from ...exceptions import InvalidArgument
 from ...registry import registry
 from .executors import DjangoSetup, django_ready
-from .schema import message_keys, row_columns
+from .lines import BulkParser, Unparsed
+from .options import ReadOptions
+from .schema import ROW_COLUMNS, is_json, message_keys, row_columns
 from .values import Converter, column_converter
 
 if TYPE_CHECKING:
@@ -39,7 +49,9 @@ ROWS_PER_PARTITION = 100_000
 MAX_PARTITIONS = 64
 """Without a ``partitions`` option, at most this many: each partition read at once holds a database connection."""
 PAGE = 2_000
-"""Rows fetched per query: what a partition holds in memory at a time."""
+"""Rows fetched per query of the per-row path."""
+CHUNK = 50_000
+"""Ids read per chunk: what a partition holds in memory at a time, as JSON lines then Arrow."""
 
 
 @dataclass(frozen=True)
@@ -54,43 +66,89 @@ class IdRange(InputPartition):
 class QueueReader(DataSourceReader):
     """Reads a queue's rows with the ids it holds when planned, one partition per id range."""
 
-    queue: str
-    wanted: int | None
-    """The ``partitions`` option; None for one per :data:`ROWS_PER_PARTITION` ids."""
+    options: ReadOptions
     schema: StructType
     django: DjangoSetup | None
 
     @classmethod
-    def plan(cls, queue: str, partitions: int | None, schema: StructType, django: DjangoSetup | None) -> QueueReader:
-        """A reader of ``queue`` in ``partitions`` id ranges (on the driver; no query yet)."""
-        RowMaker(registry.get(queue), schema)  # an unknown column fails here rather than in every task
-        return cls(queue, partitions, schema, django)
+    def plan(cls, options: ReadOptions, schema: StructType, django: DjangoSetup | None) -> QueueReader:
+        """A reader of the queue ``options`` name (on the driver; no query yet)."""
+        RowMaker(registry.get(options.queue), schema)  # an unknown column fails here rather than in every task
+        return cls(options, schema, django)
 
     def partitions(self) -> list[IdRange]:
-        """The queue's ids, from its smallest to its largest, in ranges of equal width."""
+        """The ids of the rows read, from the smallest to the largest, in ranges of equal width."""
         with django_ready(self.django):
-            items = registry.get(self.queue).queue_items()
+            items = registry.get(self.options.queue).queue_items().filter(narrowing(self.options))
             first = items.order_by("id").values_list("id", flat=True).first()
             last = items.order_by("-id").values_list("id", flat=True).first()
         if first is None or last is None:
             return [IdRange(1, 0)]
-        return id_ranges(first, last, self.wanted or default_partitions(last - first + 1))
+        return id_ranges(first, last, self.options.partitions or default_partitions(last - first + 1))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The rows of one id range as Arrow batches of the schema, one per page (in a Spark task)."""
+        """The rows of one id range as Arrow batches of the schema, one per chunk or page (in a Spark task)."""
         assert isinstance(partition, IdRange)
-        # Arrow's own conversion of a page's columns: Spark's, value by value in Python, took longer.
         arrow = to_arrow_schema(self.schema, timezone="UTC")
         with django_ready(self.django):
-            message_class = registry.get(self.queue)
+            message_class = registry.get(self.options.queue)
             maker = RowMaker(message_class, self.schema)
-            rows = pages(message_class.queue_items(), partition, maker.columns)
-            while page := [maker.row(row) for row in islice(rows, PAGE)]:
-                columns = zip(*page, strict=True)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(values, type=column.type) for values, column in zip(columns, arrow, strict=True)],
-                    schema=arrow,
-                )
+            items = message_class.queue_items().filter(narrowing(self.options))
+            bulk = BulkParser.of(arrow, frozenset(maker.defaults)) if maker.bulk else None
+            if not writes_json_lines(items.db):
+                bulk = None
+            for chunk in chunks(partition):
+                batch = bulk_batch(bulk, items, chunk, maker) if bulk is not None else None
+                if batch is not None:
+                    yield batch
+                else:
+                    yield from row_batches(items, chunk, maker, arrow)
+
+
+def narrowing(options: ReadOptions) -> Q:
+    """The rows a read's options ask for."""
+    rows = Q()
+    if options.statuses:
+        rows &= Q(status__in=options.statuses)
+    if options.min_id is not None:
+        rows &= Q(id__gte=options.min_id)
+    if options.max_id is not None:
+        rows &= Q(id__lte=options.max_id)
+    for column, (start, end) in options.times.items():
+        if start is not None:
+            rows &= Q(**{f"{column}__gte": start})
+        if end is not None:
+            rows &= Q(**{f"{column}__lt": end})
+    return rows
+
+
+def chunks(ids: IdRange, width: int = CHUNK) -> Iterator[IdRange]:
+    """``ids`` in ranges of ``width`` ids."""
+    for first in range(ids.first, ids.last + 1, width):
+        yield IdRange(first, min(first + width - 1, ids.last))
+
+
+def bulk_batch(parser: BulkParser, items: QueueItemQuerySet, ids: IdRange, maker: RowMaker) -> pa.RecordBatch | None:
+    """The rows in ``ids`` read in bulk; None for the per-row path to read them (too many columns for the
+    database's JSON lines, or a value the bulk parser would not read as the per-row path does)."""
+    rows = items.filter(id__gte=ids.first, id__lte=ids.last)
+    lines = json_lines(rows, maker.row_columns, bool(maker.defaults), maker.defaults_to_fill)
+    if lines is None:
+        return None
+    try:
+        return parser.batch(lines)
+    except Unparsed:
+        return None  # the per-row path makes null what does not fit
+
+
+def row_batches(items: QueueItemQuerySet, ids: IdRange, maker: RowMaker, arrow: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows in ``ids`` made value by value, a page per Arrow batch."""
+    rows = pages(items, ids, maker.columns)
+    while page := [maker.row(row) for row in islice(rows, PAGE)]:
+        columns = zip(*page, strict=True)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(values, type=column.type) for values, column in zip(columns, arrow, strict=True)], schema=arrow
+        )
 
 
 def default_partitions(ids: int) -> int:
@@ -116,15 +174,33 @@ class RowMaker:
         """The database columns to fetch, the id first: pages follow it."""
         self.message: int | None = None
         self.makers: list[tuple[int, str, Any, Converter]] = []
+        self.row_columns: dict[str, str] = {}
+        """The schema's row columns: their name to the table's column."""
+        self.defaults: dict[str, Any] = {}
+        """The schema's message fields: their key to the JSON data a message lacking it reads as."""
+        self.bulk = not any(_holds_json(column.dataType) or is_json(column) for column in schema.fields)
+        """Does the bulk path read the schema as this class does? Not for JSON text, nor for a row column
+        given another type than its own."""
+        own = {column.name: column.dataType for column in ROW_COLUMNS}
         for column in schema.fields:
             if column.name in rows:
-                self.makers.append((self._fetch(rows[column.name].name), "", None, column_converter(column)))
+                name = rows[column.name].name
+                self.makers.append((self._fetch(name), "", None, column_converter(column)))
+                self.row_columns[column.name] = name
+                self.bulk = self.bulk and own[name] == column.dataType
             elif column.name in keys:
                 self.message = self._fetch("message")
-                self.makers.append((self.message, column.name, _default(keys[column.name]), column_converter(column)))
+                default = _default(keys[column.name])
+                self.makers.append((self.message, column.name, default, column_converter(column)))
+                self.defaults[column.name] = default
             else:
                 queue, known = message_class.queue_name(), ", ".join([*rows, *keys])
                 raise InvalidArgument(f"Queue {queue!r} has no column {column.name}; it has {known}.")
+
+    @property
+    def defaults_to_fill(self) -> dict[str, Any]:
+        """The defaults a message lacking their key reads as, but those that read as null anyway."""
+        return {key: default for key, default in self.defaults.items() if default is not None}
 
     def row(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """The schema's values of one database row (its :attr:`columns`)."""
@@ -138,6 +214,17 @@ class RowMaker:
         if column not in self.columns:
             self.columns.append(column)
         return self.columns.index(column)
+
+
+def _holds_json(data_type: DataType) -> bool:
+    """Does ``data_type`` hold a column of JSON text?"""
+    if isinstance(data_type, StructType):
+        return any(is_json(f) or _holds_json(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _holds_json(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _holds_json(data_type.keyType) or _holds_json(data_type.valueType)
+    return False
 
 
 def _default(field: FieldInfo) -> Any:

@@ -38,17 +38,17 @@ class NexusDataSource(DataSource):
     def schema(self) -> StructType:
         from .schema import spark_schema
 
-        queue, _ = read_options(self.options)
+        queue = read_options(self.options).queue
         with django_ready(self.django):
             return spark_schema(registry.get(queue))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from .reading import QueueReader
 
-        queue, partitions = read_options(self.options)
+        options = read_options(self.options)
         with django_ready(self.django):
-            self._check(queue)
-            return QueueReader.plan(queue, partitions, schema, self.django)
+            self._check(options.queue)
+            return QueueReader.plan(options, schema, self.django)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         options = self._write_options(overwrite)

@@ -15,6 +15,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from nexus_queues import Status, enqueue_many
 from nexus_queues.contrib.spark.executors import DjangoSetup
+from nexus_queues.contrib.spark.options import ReadOptions, read_options
 from nexus_queues.contrib.spark.reading import (
     IdRange,
     QueueReader,
@@ -24,7 +25,7 @@ from nexus_queues.contrib.spark.reading import (
     pages,
 )
 from nexus_queues.contrib.spark.schema import spark_schema
-from nexus_queues.exceptions import InvalidArgument
+from nexus_queues.exceptions import InvalidArgument, InvalidStatus
 from tests.testapp.queues import Audit, Greeting, Product
 
 spark_db = pytest.mark.django_db(transaction=True)
@@ -177,7 +178,7 @@ def test_queue_reader__plans_without_counting() -> None:
     """Planning a read asks the database for the smallest and largest id: no COUNT, which reads every row."""
     enqueue_many([Greeting(name=f"n{i}") for i in range(10)])
     ids = list(Greeting.queue_items().order_by("id").values_list("id", flat=True))
-    reader = QueueReader.plan("greetings", 3, spark_schema(Greeting), DjangoSetup.of_this_process())
+    reader = QueueReader.plan(ReadOptions("greetings", 3), spark_schema(Greeting), DjangoSetup.of_this_process())
 
     with CaptureQueriesContext(connection) as queries:
         ranges = reader.partitions()
@@ -269,3 +270,34 @@ def test_read__unfiltered_after_filtered_reads_every_row(spark: SparkSession) ->
     every = messages.count()
 
     assert (errors, every) == (3, len(ids))
+
+
+@spark_db
+def test_read__narrowed_by_options(spark: SparkSession) -> None:
+    """The read options status, ids and times narrow the rows read; every query of the DataFrame reads them."""
+    ids = errors_and_times()
+
+    errors = read(spark, "greetings", status="Error")
+    on_tuesday = read(spark, "greetings", updated_from="2026-03-03T00:00:00+00:00", updated_to="2026-03-04T00:00:00Z")
+    some_ids = read(spark, "greetings", min_id=str(ids[3]), max_id=str(ids[6]), status="Error,Processed")
+    sleeping = read(spark, "greetings", process_from="2028-01-01T00:00:00+00:00")
+
+    assert (errors.where(F.col("times") > 3).count(), errors.count()) == (1, 3)
+    assert sorted(row.id for row in on_tuesday.collect()) == ids[4:7]
+    assert sorted(row.id for row in some_ids.collect()) == ids[3:7]
+    assert [row.id for row in sleeping.collect()] == [ids[9]]
+
+
+def test_read_options__narrowing_checked() -> None:
+    """A read option that does not parse is an error naming it; a time needs its offset."""
+    given = {"queue": "q", "status": "Error, Processed", "min_id": "3", "updated_to": "2026-03-02T00:00:00Z"}
+    options = read_options(given)
+
+    assert (options.statuses, options.min_id, options.max_id) == (("Error", "Processed"), 3, None)
+    assert options.times == {"updated_at": (None, datetime(2026, 3, 2, tzinfo=UTC))}
+    with pytest.raises(InvalidArgument, match="Option updated_from must be a time in ISO 8601 with its offset"):
+        read_options({"queue": "q", "updated_from": "2026-03-02T00:00:00"})
+    with pytest.raises(InvalidArgument, match="Option max_id must be a whole number"):
+        read_options({"queue": "q", "max_id": "ten"})
+    with pytest.raises(InvalidStatus, match="'error'"):
+        read_options({"queue": "q", "status": "error"})
