@@ -24,12 +24,22 @@ from .setting_types import problems as declared_problems
 
 def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
+    checks.register(check_setup)
     checks.register(check_queue_names)
     checks.register(check_job_schedules)
     checks.register(check_settings)
     checks.register(check_live_worker_settings)
     checks.register(check_tables, checks.Tags.database)
     checks.register(check_api_docs_offline, checks.Tags.urls)
+
+
+def check_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The app loaded: a configuration error met while finding queues and jobs stops every command in one line."""
+    error = getattr(apps.get_app_config("nexus_queues"), "setup_error", None)
+    if error is None or check_settings():  # check_settings names the wrong setting itself
+        return []
+    return [checks.Error(f"nexus_queues could not load: {error}", hint="Fix it, then run the command again.",
+                         id="nexus_queues.E004")]
 
 
 def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
