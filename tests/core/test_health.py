@@ -357,15 +357,26 @@ def test_queue_health__pending_with_no_live_worker_turns_unhealthy_after_the_gra
 
 
 @pytest.mark.django_db
-def test_queue_health__opted_out_and_jobless_queues_need_no_worker(greeting_options):
-    """health_needs_worker=False, or a queue no job processes (audits), stays healthy without workers."""
+def test_queue_health__opted_out_queues_need_no_worker(greeting_options):
+    """health_needs_worker=False stays healthy without workers."""
     enqueue_many([GreetingFactory()])
-    enqueue_many([Audit(event="a")], status=Status.PENDING)
     later = timezone.now() + timedelta(hours=1)
-    assert queue_health(Audit, later).status == HealthStatus.HEALTHY
     assert queue_health(Greeting, later).status == HealthStatus.UNHEALTHY
     greeting_options(health_needs_worker=False)
     assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+
+
+@pytest.mark.django_db
+def test_queue_health__pending_messages_no_job_processes_are_unhealthy_at_once(monkeypatch):
+    """A queue no job processes (audits) is healthy empty; with Pending messages it is unhealthy at once, saying
+    nothing will process them, unless health_needs_worker=False (the project's own code reads it)."""
+    assert queue_health(Audit).status == HealthStatus.HEALTHY
+    enqueue_many([Audit(event="a"), Audit(event="b")], status=Status.PENDING)
+    health = queue_health(Audit)
+    assert health.status == HealthStatus.UNHEALTHY
+    assert health.summary == "2 Pending message(s) but no job processes this queue: nothing will process them"
+    monkeypatch.setattr(Audit, "queue_options", dataclasses.replace(Audit.queue_options, health_needs_worker=False))
+    assert queue_health(Audit).status == HealthStatus.HEALTHY
 
 
 @pytest.mark.django_db
