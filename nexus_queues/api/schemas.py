@@ -232,7 +232,9 @@ class Job(Schema):
     enabled: bool
     next_run: datetime | None = Field(description="The next tick (null for a continuous or switched-off job).")
     last_run: JobRun | None
-    last_outcome: Literal["succeeded", "partly-failed", "failed", "unfinished", ""] = Field(description="Empty before the first run.")
+    last_outcome: Literal["succeeded", "partly-failed", "failed", "unfinished", ""] = Field(
+        description="Empty before the first run."
+    )
 
 
 class JobChange(_Input):
