@@ -157,6 +157,25 @@ def test_browser__jobs_page_run_now(page: object) -> None:
     screenshot(page, "job_run_failed")
 
 
+def test_browser__jobs_page_cells_hold_their_text_at_1400_px(page: object) -> None:
+    """On the Jobs page at 1400 px, no cell's text runs into the next column (a task queue's name, tasks_default,
+    did, as would a partly failed outcome), and the page does not scroll sideways."""
+    now = timezone.now()
+    JobRun.objects.create(job="tests.testapp.jobs.GreetingJob", queue="greetings", correlation_id=uuid.uuid4().hex,
+                          worker="w:1", started_at=now, finished_at=now, leased=25, processed=20, errors=5)
+    page.goto("/admin/nexus_queues/jobs/")
+    page.wait_for_selector("#content-main .nexus-jobs")
+    screenshot(page, "jobs_1400")
+    assert page.locator(".nexus-jobs td", has_text="tasks_default").count() == 1
+    assert page.locator("tr[id='job-tests.testapp.jobs.GreetingJob'] .nexus-outcome").inner_text() == "partly-failed"
+    overflowing = page.evaluate(
+        "[...document.querySelectorAll('.nexus-jobs td, .nexus-jobs th')]"
+        ".filter(cell => cell.scrollWidth > cell.clientWidth).map(cell => cell.innerText)"
+    )
+    assert overflowing == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+
+
 def test_browser__job_runs_fit_1400_px(page: object) -> None:
     """The job run list, with long job names and a failed periodic run, fits a 1400 px window without scrolling
     sideways."""
@@ -170,7 +189,8 @@ def test_browser__job_runs_fit_1400_px(page: object) -> None:
                               worker=worker, started_at=now, finished_at=now, leased=100, processed=99, errors=1)
     page.goto("/admin/nexus_queues/jobrun/")
     page.wait_for_selector("#result_list")
-    assert page.locator("#result_list .nexus-outcome-failed").count() == 4
+    assert page.locator("#result_list .nexus-outcome-failed").count() == 1
+    assert page.locator("#result_list .nexus-outcome-partly-failed").count() == 3  # 99 processed, 1 error
     screenshot(page, "job_runs")
     widths = page.evaluate("[document.documentElement.scrollWidth, document.querySelector('.results').scrollWidth, "
                            "document.querySelector('.results').clientWidth]")
