@@ -19,6 +19,7 @@ from django.db import connections
 from django.utils import timezone
 
 from nexus_queues import enqueue_many
+from nexus_queues.admin.job_runs import with_seconds
 from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.factories import ErrorFactory, ItemFactory, LeasedFactory, SleepingFactory
 from tests.testapp.queues import Audit, Greeting, Price, Product
@@ -174,6 +175,23 @@ def test_browser__jobs_page_cells_hold_their_text_at_1400_px(page: object) -> No
     )
     assert overflowing == []
     assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+
+
+def test_browser__failed_message_page_shows_the_traceback_first_and_times_as_the_list(page: object) -> None:
+    """A failed product's page at 1400 x 900 shows its traceback without scrolling, above a long message, and its
+    times to the second as the list shows them, not in Django's long format."""
+    long_name = "Ergonomic office chair with adjustable lumbar support and breathable mesh back, " * 2
+    prices = [Price(currency="EUR", amount=f"{n}.95") for n in range(1, 13)]
+    item = ErrorFactory.create(queue=Product, message=Product(sku="SKU-ERR", name=long_name, prices=prices))
+    page.goto("/admin/testapp/productqueueitem/")
+    listed = page.locator("#result_list tbody tr", has_text="SKU-ERR").locator(".field-updated").inner_text()
+    page.goto(f"/admin/testapp/productqueueitem/{item.pk}/change/")
+    page.wait_for_selector("pre.nexus-traceback")
+    screenshot(page, "failed_message")
+    assert page.evaluate("document.querySelector('pre.nexus-traceback').getBoundingClientRect().bottom") <= 900
+    shown = page.locator(".field-updated_at_text .readonly").inner_text()
+    assert shown == listed.replace("\n", " ") and len(shown) == len("2026-11-26 00:49:06")
+    assert page.locator(".field-created_at_text .readonly").inner_text() == with_seconds(item.created_at)
 
 
 def test_browser__job_runs_fit_1400_px(page: object) -> None:
