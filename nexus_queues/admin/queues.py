@@ -114,8 +114,8 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     )
     readonly_fields: ClassVar[tuple[str, ...]] = (
         "previous_message_json", "message_id", "created_at_text", "updated_at_text", "process_at_text",
-        "expires_at_text", "processed_at_text", "attempts", "lease_expires_at_text", "correlation_id", "job_run", "error_type", "error_message",
-        "error_traceback_text", "headers", "message_hash",
+        "expires_at_text", "processed_at_text", "attempts", "lease_expires_at_text", "correlation_id", "job_run",
+        "error_type", "error_message", "error_traceback_text", "headers", "message_hash",
     )
 
     @admin.display(description="status", ordering="status")
