@@ -188,7 +188,7 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: QueueItem | None = None) -> Any:
         """Read-only viewers see the stored JSON as text, even when it no longer fits the class. An error kept
         from an earlier attempt is titled "Last error", never shown as the current one."""
-        message, *rest = super().get_fieldsets(request, obj)
+        message, *rest = self.fieldsets
         if not self.has_change_permission(request, obj):
             message = (None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")})
         shown = [self._error_fieldset(obj, options) if name == "Error" else (name, options) for name, options in rest]
