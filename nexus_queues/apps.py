@@ -31,11 +31,22 @@ class NexusQueuesConfig(AppConfig):
     verbose_name = "Queues"
     default_auto_field = "django.db.models.BigAutoField"
 
+    setup_error: Exception | None = None
+    """The configuration error that stopped :meth:`ready`; the system check ``nexus_queues.E004`` reports it."""
+
     def ready(self) -> None:
         from . import checks
-        from .conf import settings
+        from .exceptions import ConfigurationError
 
         checks.register()
+        try:
+            self._discover()
+        except ConfigurationError as exc:  # a check says it in a line, where raising here is every command's traceback
+            self.setup_error = exc
+
+    def _discover(self) -> None:
+        from .conf import settings
+
         if apps.is_installed("django.contrib.auth"):
             from .api_tokens import follow_rehashes
 

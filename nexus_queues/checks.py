@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from importlib.util import find_spec
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings as django_settings
 from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
+from django.urls import NoReverseMatch, reverse
 
 from .conf import Settings, settings
 from .exceptions import ConfigurationError, InvalidSchedule
@@ -20,11 +23,22 @@ from .setting_types import problems as declared_problems
 
 def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
+    checks.register(check_setup)
     checks.register(check_queue_names)
     checks.register(check_job_schedules)
     checks.register(check_settings)
     checks.register(check_live_worker_settings)
     checks.register(check_tables, checks.Tags.database)
+    checks.register(check_api_docs_offline, checks.Tags.urls)
+
+
+def check_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The app loaded: a configuration error met while finding queues and jobs stops every command in one line."""
+    error = getattr(apps.get_app_config("nexus_queues"), "setup_error", None)
+    if error is None or check_settings():  # check_settings names the wrong setting itself
+        return []
+    return [checks.Error(f"nexus_queues could not load: {error}", hint="Fix it, then run the command again.",
+                         id="nexus_queues.E004")]
 
 
 def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -88,6 +102,28 @@ def check_live_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[c
             hint="Make WORKER_GONE_AFTER several heartbeats long.", id="nexus_queues.E002",
         )]
     return []
+
+
+def check_api_docs_offline(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The API's docs page serves Swagger UI itself, not from a CDN, when the URLs are included."""
+    if apps.is_installed("ninja") or not _api_docs_served():
+        return []
+    return [checks.Warning(
+        f"The API docs page ({_api_docs_served()}) loads Swagger UI from a CDN, since \"ninja\" is not in "
+        "INSTALLED_APPS: without the internet it is an empty page.",
+        hint='Add "ninja" to INSTALLED_APPS to serve Swagger UI from your static files.',
+        id="nexus_queues.W004",
+    )]
+
+
+def _api_docs_served() -> str:
+    """The API docs page's path, or "" when the API is not installed or not in the URLconf."""
+    if find_spec("ninja") is None:
+        return ""
+    try:
+        return reverse("nexus_queues:openapi-view")  # the namespace nexus_queues.api gives its NinjaAPI
+    except NoReverseMatch:
+        return ""
 
 
 def check_tables(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

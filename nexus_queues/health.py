@@ -39,6 +39,8 @@ class QueueState:
     one is live, or when it was not looked up (its Pending messages waited less than the grace time)."""
     no_dispatch_for: timedelta | None = None
     """The same for a dispatch loop, looked up when a Sleeping message has waited longer than the grace time."""
+    no_job: bool = False
+    """No job processes the queue: its Pending messages wait for ever."""
     consumers: tuple[tuple[HealthStatus, str], ...] = ()
     """The live consumers storing into the queue that reported trouble at their last heartbeat: each one's health
     and why (the invalid bodies it holds, and why ``<from>.invalid`` refused them)."""
@@ -59,7 +61,8 @@ class QueueHealth:
 
 def evaluate(state: QueueState, options: QueueOptions, grace: timedelta | None = None) -> QueueHealth:
     """Apply the queue's policy: failed messages give ``health_status_when_errors``; a Pending count
-    or wait above the queue's threshold gives unhealthy, as do Pending messages without a live worker and Sleeping
+    or wait above the queue's threshold gives unhealthy, as do Pending messages no job processes, Pending messages
+    without a live worker and Sleeping
     ones without a live dispatch loop for longer than ``grace`` (``HEALTH_NO_WORKER_GRACE``); a live consumer storing
 into the queue gives the health it reported (degraded while it holds invalid bodies). The worst status wins."""
     grace = settings.HEALTH_NO_WORKER_GRACE if grace is None else grace
@@ -100,6 +103,7 @@ def queue_state(
         pending=count_up_to(pending, max(limit, (options.health_max_pending or 0) + 1)),
         oldest_pending_wait=None if first_in_line is None else now - first_in_line,
         sleeping_wait=None if first_due is None else now - first_due,
+        no_job=message_class.queue_name() not in jobs,
         consumers=_troubled_consumers(message_class, now),
     )
     if not _needs_worker(message_class):
@@ -137,6 +141,8 @@ def _unserved(state: QueueState, options: QueueOptions, grace: timedelta) -> lis
     if not options.health_needs_worker:
         return []
     reasons = []
+    if state.no_job and state.pending:
+        reasons.append(f"{state.pending} Pending message(s) but no job processes this queue: nothing will process them")
     if _past(state.oldest_pending_wait, grace) and _past(state.no_worker_for, grace):
         reasons.append(f"Pending messages but no live worker{_for(state.no_worker_for)}")
     if _past(state.sleeping_wait, grace) and _past(state.no_dispatch_for, grace):

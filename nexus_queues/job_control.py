@@ -41,15 +41,19 @@ class JobState:
 
     @property
     def last_outcome(self) -> str:
-        """"succeeded", "failed", "unfinished" (running, or its worker died), or "" before the first run."""
+        """"succeeded", "partly-failed", "failed", "unfinished" (running, or its worker died), or "" before the first
+        run."""
         return outcome(self.last_run) if self.last_run is not None else ""
 
 
 def outcome(run: JobRun) -> str:
-    """"unfinished" (running, or its worker died), "failed" (any error) or "succeeded"."""
+    """"unfinished" (running, or its worker died), "failed" (errors only), "partly-failed" (errors, and messages
+    processed or rescheduled) or "succeeded"."""
     if run.finished_at is None:
         return "unfinished"
-    return "failed" if run.errors else "succeeded"
+    if not run.errors:
+        return "succeeded"
+    return "partly-failed" if run.processed or run.rescheduled else "failed"
 
 
 def all_jobs() -> list[Job]:

@@ -47,6 +47,8 @@ class QueueJob:
     """When to drain the queue: a cron expression or an interval; None (the default) drains it continuously."""
     time_zone: ClassVar[str | None] = None
     """The time zone of a cron schedule (default: the ``TIME_ZONE`` setting)."""
+    logs_failure_tracebacks: ClassVar[bool] = True
+    """Does the worker's line for a failed message carry its traceback? False when the job logs it itself."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -40,8 +40,8 @@ class QueueOptions:
     health_max_pending_age: timedelta | None = None
     """The health check turns unhealthy when a message has waited Pending longer than this (None: no limit)."""
     health_needs_worker: bool = True
-    """The health check turns unhealthy when Pending messages have no live worker (Sleeping ones no live dispatch
-    loop) for longer than ``HEALTH_NO_WORKER_GRACE``; False for a queue that runs only in bursts."""
+    """The health check turns unhealthy when Pending messages have no job, or no live worker (Sleeping ones no live
+    dispatch loop) for longer than ``HEALTH_NO_WORKER_GRACE``; False for a queue run only in bursts or by own code."""
     database: str = "default"
     default_status: str = Status.PENDING
     name_derived: bool = False

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "health_check",  # its page template, for the per-queue health checks
+    "ninja",  # the API docs page serves Swagger UI from static files (nexus_queues.W004)
     "nexus_queues",
     "nexus_queues.contrib.spark",
     "nexus_queues.contrib.rabbitmq",

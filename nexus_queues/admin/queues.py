@@ -42,6 +42,7 @@ from .job_runs import with_seconds
 from .jobs import jobs_page_of
 from .overview import queue_status_suggestions, status_suggestions
 from .sites import admin_url, dashboard_of, queue_context, section_of
+from .times import MessageTimes
 
 STATUS_COLOURS = {
     Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
@@ -80,7 +81,7 @@ def pretty_json(data: Any) -> str:
     return format_html('<pre class="nexus-json">{}</pre>', text)
 
 
-class QueueItemAdmin(admin.ModelAdmin):
+class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     """Browse, filter, fix and re-run the messages of one queue."""
 
     form = QueueItemForm
@@ -104,15 +105,16 @@ class QueueItemAdmin(admin.ModelAdmin):
     """Counts (rows, per status) stop here, so a page never counts a whole big table."""
     fieldsets: ClassVar[tuple[tuple[str | None, Any], ...]] = (
         (None, {"fields": (("message", "previous_message_json"), "status", "message_id")}),
-        ("Timing", {"fields": ("created_at", "updated_at", "process_at", "expires_at", "processed_at", "attempts")}),
-        ("Lease", {"fields": ("lease_expires_at", "correlation_id", "job_run")}),
+        ("Timing", {"fields": ("created_at_text", "updated_at_text", "process_at_text", "expires_at_text",
+                               "processed_at_text", "attempts")}),
+        ("Lease", {"fields": ("lease_expires_at_text", "correlation_id", "job_run")}),
         ("Error", {"fields": ("error_type", "error_message", "error_traceback_text")}),
         ("Stored", {"classes": ("collapse",), "fields": ("headers", "message_hash")}),
     )
     readonly_fields: ClassVar[tuple[str, ...]] = (
-        "previous_message_json", "message_id", "created_at", "updated_at", "process_at", "expires_at",
-        "processed_at", "attempts", "lease_expires_at", "correlation_id", "job_run", "error_type", "error_message",
-        "error_traceback_text", "headers", "message_hash",
+        "previous_message_json", "message_id", "created_at_text", "updated_at_text", "process_at_text",
+        "expires_at_text", "processed_at_text", "attempts", "lease_expires_at_text", "correlation_id", "job_run",
+        "error_type", "error_message", "error_traceback_text", "headers", "message_hash",
     )
 
     @admin.display(description="status", ordering="status")
@@ -188,8 +190,10 @@ class QueueItemAdmin(admin.ModelAdmin):
         message, *rest = self.fieldsets
         if not self.has_change_permission(request, obj):
             message = (None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")})
-        return (message, *(self._error_fieldset(obj, options) if name == "Error" else (name, options)
-                           for name, options in rest))
+        shown = [self._error_fieldset(obj, options) if name == "Error" else (name, options) for name, options in rest]
+        if obj is not None and obj.status == Status.ERROR:  # what failed first, above the fold
+            shown.sort(key=lambda fieldset: fieldset[0] != "Error")
+        return (message, *shown)
 
     def _error_fieldset(self, obj: QueueItem | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if obj is None or obj.status == Status.ERROR or not obj.error_type:

@@ -212,8 +212,9 @@ class JobRun(Schema):
 
     started_at: datetime
     finished_at: datetime | None
-    outcome: Literal["succeeded", "failed", "unfinished"] = Field(
-        description="unfinished: still running, or its worker died."
+    outcome: Literal["succeeded", "partly-failed", "failed", "unfinished"] = Field(
+        description="partly-failed: some messages failed, others were processed; unfinished: still running, or its "
+                    "worker died."
     )
     correlation_id: str
 
@@ -230,7 +231,9 @@ class Job(Schema):
     enabled: bool
     next_run: datetime | None = Field(description="The next tick (null for a continuous or switched-off job).")
     last_run: JobRun | None
-    last_outcome: Literal["succeeded", "failed", "unfinished", ""] = Field(description="Empty before the first run.")
+    last_outcome: Literal["succeeded", "partly-failed", "failed", "unfinished", ""] = Field(
+        description="Empty before the first run."
+    )
 
 
 class JobChange(_Input):

@@ -29,6 +29,10 @@ class QueueCheck(HealthCheck):
 
     queue: str
 
+    def __repr__(self) -> str:
+        """The name the health page shows: ``Queue greetings``."""
+        return f"Queue {self.queue}"
+
     def run(self) -> None:
         """Raise what the queue's policy says; return when healthy."""
         message_class = registry.get(self.queue)
@@ -65,6 +69,10 @@ class QueueHealthCheckView(HealthCheckView):
         if response.status_code == 500 and not self._warnings_fail() and self._only_warnings():
             response.status_code = 200
         return response
+
+    def get_template_names(self) -> list[str]:
+        """django-health-check's page; ours when ``health_check`` is not in ``INSTALLED_APPS``."""
+        return [*super().get_template_names(), "nexus_queues/health.html"]
 
     def _warnings_fail(self) -> bool:
         return settings.HEALTH_WARNINGS_AS_ERRORS if self.warnings_as_errors is None else self.warnings_as_errors

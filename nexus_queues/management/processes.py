@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 
 
 class ProcessCommand(BaseCommand):
-    """A command whose system checks read no database, as before Django 6.
+    """A command whose system checks read no database, as before Django 6, and whose configuration errors are one
+    line (a ``CommandError``), not a traceback.
 
     Django 6 checks every database's JSON support before ``handle()``, which connects: with the database down, a
     burst worker died there in a traceback, where its breaker waits a bounded time and exits in one line.
@@ -16,3 +18,10 @@ class ProcessCommand(BaseCommand):
 
     def get_check_kwargs(self, options: dict[str, Any]) -> dict[Any, Any]:
         return {"databases": []}
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        """Django's execute; a configuration error met while running (with ``--skip-checks``) as a CommandError."""
+        try:
+            return super().execute(*args, **options)
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from exc

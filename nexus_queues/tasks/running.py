@@ -36,6 +36,7 @@ class TaskJob(QueueJob, abstract=True):
     """Runs a task queue's tasks, highest priority first; each one's outcome is its row's status."""
 
     message_class: ClassVar[type[TaskMessage]]
+    logs_failure_tracebacks = False  # the framework's task_finished receiver logs a failed task's traceback
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []

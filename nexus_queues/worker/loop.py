@@ -31,6 +31,7 @@ from .clocks import ahead_of_database
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
+from .logs import what_runs
 from .periodic import PeriodicRunner
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
@@ -113,8 +114,10 @@ class Worker:
 
     def run(self) -> None:
         """Loop until :meth:`stop` (or, with ``burst``, until the queues are drained)."""
-        queues = ", ".join(j.message_class.queue_name() for j in self.job_classes) or "no jobs"
-        logger.info("Worker started: %s.", queues, extra={"action": "started"})
+        runs = what_runs([j.message_class.queue_name() for j in self.job_classes],
+                         [j.name() for j in self.periodic.job_classes], dispatch=self.dispatcher is not None,
+                         concurrency=self.concurrency, burst=self.burst)
+        logger.info("Worker started: %s.", runs, extra={"action": "started"})
         self.wakeups.connect()  # before the first peek, so no NOTIFY falls between the two
         pool = None
         try:

@@ -97,7 +97,7 @@ def _classify(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, 
             _later(result, item, outcome)
         elif isinstance(outcome, BaseException):
             retry = _retry_at(job, item, now)
-            _log_failure(item, outcome, retry)
+            _log_failure(item, outcome, retry, traceback=job.logs_failure_tracebacks)
             if retry is None:
                 result.failed.append((item, outcome))
             else:
@@ -156,9 +156,9 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     )
 
 
-def _log_failure(item: QueueItem, exc: BaseException, retry: datetime | None) -> None:
+def _log_failure(item: QueueItem, exc: BaseException, retry: datetime | None, *, traceback: bool = True) -> None:
     then = f"retrying at {retry.isoformat()}" if retry else "set to Error"
     logger.warning(
         "Message %s (attempt %s) failed: %s; %s.", item.pk, item.attempts, message_of(exc), then,
-        exc_info=exc, extra={"action": "message_failed"},
+        exc_info=exc if traceback else None, extra={"action": "message_failed"},
     )

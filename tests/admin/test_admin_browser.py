@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from nexus_queues import enqueue_many
+from nexus_queues.admin.job_runs import with_seconds
 from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.browser import screenshot
 from tests.factories import ErrorFactory, ItemFactory, LeasedFactory, SleepingFactory
@@ -111,6 +112,42 @@ def test_browser__jobs_page_run_now(page: object) -> None:
     screenshot(page, "job_run_failed")
 
 
+def test_browser__jobs_page_cells_hold_their_text_at_1400_px(page: object) -> None:
+    """On the Jobs page at 1400 px, no cell's text runs into the next column (a task queue's name, tasks_default,
+    did, as would a partly failed outcome), and the page does not scroll sideways."""
+    now = timezone.now()
+    JobRun.objects.create(job="tests.testapp.jobs.GreetingJob", queue="greetings", correlation_id=uuid.uuid4().hex,
+                          worker="w:1", started_at=now, finished_at=now, leased=25, processed=20, errors=5)
+    page.goto("/admin/nexus_queues/jobs/")
+    page.wait_for_selector("#content-main .nexus-jobs")
+    screenshot(page, "jobs_1400")
+    assert page.locator(".nexus-jobs td", has_text="tasks_default").count() == 1
+    assert page.locator("tr[id='job-tests.testapp.jobs.GreetingJob'] .nexus-outcome").inner_text() == "partly-failed"
+    overflowing = page.evaluate(
+        "[...document.querySelectorAll('.nexus-jobs td, .nexus-jobs th')]"
+        ".filter(cell => cell.scrollWidth > cell.clientWidth).map(cell => cell.innerText)"
+    )
+    assert overflowing == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+
+
+def test_browser__failed_message_page_shows_the_traceback_first_and_times_as_the_list(page: object) -> None:
+    """A failed product's page at 1400 x 900 shows its traceback without scrolling, above a long message, and its
+    times to the second as the list shows them, not in Django's long format."""
+    long_name = "Ergonomic office chair with adjustable lumbar support and breathable mesh back, " * 2
+    prices = [Price(currency="EUR", amount=f"{n}.95") for n in range(1, 13)]
+    item = ErrorFactory.create(queue=Product, message=Product(sku="SKU-ERR", name=long_name, prices=prices))
+    page.goto("/admin/testapp/productqueueitem/")
+    listed = page.locator("#result_list tbody tr", has_text="SKU-ERR").locator(".field-updated").inner_text()
+    page.goto(f"/admin/testapp/productqueueitem/{item.pk}/change/")
+    page.wait_for_selector("pre.nexus-traceback")
+    screenshot(page, "failed_message")
+    assert page.evaluate("document.querySelector('pre.nexus-traceback').getBoundingClientRect().bottom") <= 900
+    shown = page.locator(".field-updated_at_text .readonly").inner_text()
+    assert shown == listed.replace("\n", " ") and len(shown) == len("2026-11-26 00:49:06")
+    assert page.locator(".field-created_at_text .readonly").inner_text() == with_seconds(item.created_at)
+
+
 def test_browser__job_runs_fit_1400_px(page: object) -> None:
     """The job run list, with long job names and a failed periodic run, fits a 1400 px window without scrolling
     sideways."""
@@ -124,7 +161,8 @@ def test_browser__job_runs_fit_1400_px(page: object) -> None:
                               worker=worker, started_at=now, finished_at=now, leased=100, processed=99, errors=1)
     page.goto("/admin/nexus_queues/jobrun/")
     page.wait_for_selector("#result_list")
-    assert page.locator("#result_list .nexus-outcome-failed").count() == 4
+    assert page.locator("#result_list .nexus-outcome-failed").count() == 1
+    assert page.locator("#result_list .nexus-outcome-partly-failed").count() == 3  # 99 processed, 1 error
     screenshot(page, "job_runs")
     widths = page.evaluate("[document.documentElement.scrollWidth, document.querySelector('.results').scrollWidth, "
                            "document.querySelector('.results').clientWidth]")

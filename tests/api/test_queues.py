@@ -62,3 +62,15 @@ def test_settings__bad_change_is_422(admin, body, loc):
     response = admin.patch("queues/greetings/settings", body)
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
     assert admin.get("queues/greetings/settings").json()["default_status"] == "Pending"
+
+
+def test_trailing_slash__redirects_to_the_path_without_it(admin):
+    """``queues/`` redirects with 308 (method, body and query kept) to ``queues``; a path of nobody's stays a 404."""
+    listed = admin.get("queues/", status="Error")
+    assert listed.status_code == 308 and listed["Location"] == "/nexus/queues?status=Error"
+    posted = admin.post("queues/greetings/", {"name": "Ada"})
+    assert posted.status_code == 308 and posted["Location"] == "/nexus/queues/greetings"
+    assert admin.client.get(posted["Location"], **admin.headers).status_code == 200
+    assert admin.get("nothing/").status_code == 404
+    assert admin.get("queues//").status_code == 404
+    assert admin.get("metrics").status_code == 301  # Django's APPEND_SLASH, the other way round

@@ -120,3 +120,13 @@ def test_check_settings__fails_manage_py_check(settings):
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "METRICS_TIME_BUDGET": None}
     with pytest.raises(SystemCheckError, match=r"nexus_queues\.E003.*METRICS_TIME_BUDGET"):
         call_command("check")
+
+
+def test_check_api_docs_offline__warns_without_ninja_installed(run_django):
+    """W004 says the API docs page would load Swagger UI from a CDN, and how to serve it locally instead."""
+    code = "from nexus_queues.checks import check_api_docs_offline as c\nfor w in c(): print(w.id, w.msg, w.hint)\n"
+    bare = run_django(code, settings="tests.settings_bare")
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.startswith("nexus_queues.W004 The API docs page (/nexus/docs) loads Swagger UI from a CDN")
+    assert 'Add "ninja" to INSTALLED_APPS' in bare.stdout
+    assert run_django(code).stdout == ""

@@ -2,6 +2,8 @@
 
 import contextlib
 import dataclasses
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 
@@ -20,7 +22,7 @@ from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.messages import HealthStatus
 from nexus_queues.processes import NEVER, WorkerProcess, WorkerProcessQueue
 from nexus_queues.worker.breaker import reset_connections
-from tests.commands import kill_other_connections
+from tests.commands import ROOT, kill_other_connections
 from tests.factories import GreetingFactory
 from tests.testapp.queues import Audit, Greeting
 
@@ -232,11 +234,11 @@ def test_page__reports_each_queue():
     """The health page served under /nexus/health/ lists every queue; any failure makes it 500."""
     ok = Client().get("/nexus/health/", {"format": "json"})
     assert ok.status_code == 200
-    assert ok.json()["QueueCheck(queue='greetings')"] == "OK" and len(ok.json()) == 10  # 2 of them task queues
+    assert ok.json()["Queue greetings"] == "OK" and len(ok.json()) == 10  # 2 of them task queues
     set_status(Status.ERROR)
     failing = Client().get("/nexus/health/", {"format": "json"})
     assert failing.status_code == 500
-    assert failing.json()["QueueCheck(queue='greetings')"] == "Unavailable: 1 message(s) in Error or Abandoned"
+    assert failing.json()["Queue greetings"] == "Unavailable: 1 message(s) in Error or Abandoned"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -249,7 +251,7 @@ def test_page__degraded_answers_500_unless_warnings_pass(greeting_options, setti
     settings.NEXUS_QUEUES = {**settings.NEXUS_QUEUES, "HEALTH_WARNINGS_AS_ERRORS": False}
     degraded = Client().get("/nexus/health/", {"format": "json"})
     assert degraded.status_code == 200
-    assert degraded.json()["QueueCheck(queue='greetings')"].startswith("Warning: 1 message(s)")
+    assert degraded.json()["Queue greetings"].startswith("Warning: 1 message(s)")
     greeting_options(health_status_when_errors=HealthStatus.UNHEALTHY)
     assert Client().get("/nexus/health/", {"format": "json"}).status_code == 500
 
@@ -355,15 +357,26 @@ def test_queue_health__pending_with_no_live_worker_turns_unhealthy_after_the_gra
 
 
 @pytest.mark.django_db
-def test_queue_health__opted_out_and_jobless_queues_need_no_worker(greeting_options):
-    """health_needs_worker=False, or a queue no job processes (audits), stays healthy without workers."""
+def test_queue_health__opted_out_queues_need_no_worker(greeting_options):
+    """health_needs_worker=False stays healthy without workers."""
     enqueue_many([GreetingFactory()])
-    enqueue_many([Audit(event="a")], status=Status.PENDING)
     later = timezone.now() + timedelta(hours=1)
-    assert queue_health(Audit, later).status == HealthStatus.HEALTHY
     assert queue_health(Greeting, later).status == HealthStatus.UNHEALTHY
     greeting_options(health_needs_worker=False)
     assert queue_health(Greeting, later).status == HealthStatus.HEALTHY
+
+
+@pytest.mark.django_db
+def test_queue_health__pending_messages_no_job_processes_are_unhealthy_at_once(monkeypatch):
+    """A queue no job processes (audits) is healthy empty; with Pending messages it is unhealthy at once, saying
+    nothing will process them, unless health_needs_worker=False (the project's own code reads it)."""
+    assert queue_health(Audit).status == HealthStatus.HEALTHY
+    enqueue_many([Audit(event="a"), Audit(event="b")], status=Status.PENDING)
+    health = queue_health(Audit)
+    assert health.status == HealthStatus.UNHEALTHY
+    assert health.summary == "2 Pending message(s) but no job processes this queue: nothing will process them"
+    monkeypatch.setattr(Audit, "queue_options", dataclasses.replace(Audit.queue_options, health_needs_worker=False))
+    assert queue_health(Audit).status == HealthStatus.HEALTHY
 
 
 @pytest.mark.django_db
@@ -426,3 +439,18 @@ def test_queue_health__a_live_consumer_reports_its_own_trouble():
     WorkerProcess.objects.filter(pk=row.pk).update(last_seen_at=later, health="healthy", health_reason="")
     WorkerProcessQueue.objects.filter(process=row).update(queue="greetings")
     assert queue_health(Greeting, later).summary == "Pending messages but no live worker seen"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_page__works_without_health_check_installed(child_env):
+    """Without "health_check" in INSTALLED_APPS (its templates missing) the page renders ours, naming each queue."""
+    code = (
+        "import django; django.setup()\nfrom django.test import Client\n"
+        "r = Client().get('/nexus/health/'); print(r.status_code); print(r.content.decode())"
+    )
+    env = {**child_env, "DJANGO_SETTINGS_MODULE": "tests.settings_bare"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    status, page = done.stdout.split("\n", 1)
+    assert status == "200", page
+    assert "<td>Queue greetings</td>" in page and "System status" in page

@@ -30,12 +30,15 @@ def _heartbeat_settings() -> PeriodicJobSettings:
     return PeriodicJobSettings.objects.get(job=Heartbeat.name())
 
 
-@pytest.mark.parametrize(
-    ("finished", "errors", "expected"), [(True, 0, "succeeded"), (True, 2, "failed"), (False, 0, "unfinished")]
-)
-def test_outcome__from_finish_and_errors(finished, errors, expected):
-    """A run without a finish is unfinished, one with any error failed, any other succeeded."""
-    assert outcome(_run(Heartbeat, NOW, finished=finished, errors=errors)) == expected
+@pytest.mark.parametrize(("finished", "errors", "processed", "rescheduled", "expected"), [
+    (True, 0, 20, 0, "succeeded"), (True, 2, 0, 0, "failed"), (True, 5, 20, 0, "partly-failed"),
+    (True, 1, 0, 3, "partly-failed"), (False, 0, 0, 0, "unfinished"),
+])
+def test_outcome__from_finish_and_counts(finished, errors, processed, rescheduled, expected):
+    """A run without a finish is unfinished; one with errors failed, or partly failed when it also processed or
+    rescheduled messages (20 processed and 5 errors is not "failed"); any other succeeded."""
+    run = _run(Heartbeat, NOW, finished=finished, errors=errors, processed=processed, rescheduled=rescheduled)
+    assert outcome(run) == expected
 
 
 @pytest.mark.parametrize(("finished", "errors", "expected"), [(True, 0, "succeeded"), (True, 1, "failed"),

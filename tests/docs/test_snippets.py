@@ -166,3 +166,18 @@ def test_snippets__removed_delays_are_not_shown() -> None:
     """No page still shows the removed delayed store as something to use."""
     for snippet in PYTHON:
         assert "DelayedMessageStore" not in snippet.code and "DISPATCH_STORE" not in snippet.code, snippet.name
+
+
+def test_snippets__every_shop_queue_used_is_shown_defined() -> None:
+    """A queue class a block imports from ``shop.queues`` is defined by a page's ``# shop/queues.py`` block, so a
+    reader can build it; the test app standing in for ``shop`` would hide one that is not."""
+    defined: set[str] = set()
+    used: dict[str, str] = {}
+    for snippet in PYTHON:
+        tree = ast.parse(snippet.code)
+        if snippet.file == "shop/queues.py":
+            defined |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "shop.queues":
+                used.update((alias.name, snippet.name) for alias in node.names)
+    assert {name: where for name, where in used.items() if name not in defined} == {}

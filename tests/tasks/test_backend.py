@@ -19,10 +19,11 @@ from tests.testapp import tasks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def drain(manage, *args: str, **env: str) -> None:
-    """Run a burst worker over the task queues until they are empty."""
+def drain(manage, *args: str, **env: str) -> str:
+    """Run a burst worker over the task queues until they are empty; its log."""
     command = manage("nexus_worker", "--burst", "--queue", "tasks_default", "--queue", "tasks_reports", *args, **env)
     assert command.finish() == 0, command.log()
+    return command.log()
 
 
 def test_enqueue__a_worker_runs_the_task_and_get_result_reads_its_return_value(manage):
@@ -120,6 +121,15 @@ def test_failure__failed_with_the_exception_class_and_traceback(manage):
         result.return_value  # noqa: B018
     item = task_queue("default").queue_items().get(message_id=result.id)
     assert item.status == Status.ERROR and item.error_message == "boom"
+
+
+def test_failure__the_traceback_is_logged_once(manage):
+    """The framework's ``Task ... state=FAILED`` record carries the traceback; the worker's line for the message
+    says what failed without repeating it."""
+    tasks.fail.enqueue("boom")
+    log = drain(manage)
+    assert log.count("Traceback (most recent call last)") == 1, log
+    assert "failed: boom; set to Error." in log and "state=FAILED" in log
 
 
 def test_failure__a_return_value_json_cannot_hold_fails_the_task(manage):

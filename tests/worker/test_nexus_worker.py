@@ -153,6 +153,21 @@ def test_nexus_worker__unknown_queue_is_a_clear_error(manage):
     assert "No job processes queue 'audits'" in command.log()
 
 
+@pytest.mark.parametrize(("options", "runs"), [
+    (("--queue", "greetings"), "queues greetings; no periodic jobs; no dispatch loop; 1 thread, until drained"),
+    (("--queue", "greetings", "--periodic", "--with-dispatch"),
+     "queues greetings; periodic jobs tests.testapp.jobs.Heartbeat, tests.testapp.jobs.weekly_report; dispatch loop"),
+    (("--no-periodic", "--concurrency", "2"), "; no periodic jobs; no dispatch loop; 2 threads"),
+], ids=["queue-only", "queue-and-periodic", "every-queue"])
+def test_nexus_worker__runs_what_it_is_named_for_and_says_so(manage, options, runs):
+    """With --queue a worker runs those queues' jobs and no periodic job unless --periodic; its first line says
+    which queues, periodic jobs, dispatch loop and threads it runs."""
+    command = manage("nexus_worker", "--burst", *options)
+    assert command.finish() == 0
+    started_line = next(line for line in command.log().splitlines() if "Worker started: " in line)
+    assert runs in started_line
+
+
 def test_nexus_worker__bad_options_are_refused(manage):
     """Argument errors name the option and the value."""
     command = manage("nexus_worker", "--concurrency", "0")

@@ -30,6 +30,11 @@ def seconds(text: str) -> timedelta:
     return timedelta(seconds=value)
 
 
+def _runs_periodic(options: dict[str, Any]) -> bool:
+    """A worker runs only what it is named for: with ``--queue``, periodic jobs only when ``--periodic`` says so."""
+    return options["periodic"] or not (options["queues"] or options["no_periodic"])
+
+
 class Command(ProcessCommand):
     help = (
         "Run queue jobs (lease Pending messages, process them, sleep until a wake-up or the peek delay) and the "
@@ -44,8 +49,11 @@ class Command(ProcessCommand):
         parser.add_argument("--peek-delay", type=seconds, help="Seconds an idle worker waits before peeking again.")
         parser.add_argument("--max-peek", type=at_least(1), help="The most Pending messages one peek counts.")
         parser.add_argument("--no-listen", action="store_true", help="Do not LISTEN for wake-ups; poll only.")
-        parser.add_argument("--no-periodic", action="store_true",
-                            help="Run no periodic jobs here (by default every worker offers to; a tick runs once).")
+        periodic = parser.add_mutually_exclusive_group()
+        periodic.add_argument("--periodic", action="store_true",
+                              help="Also run the periodic jobs when --queue is given (a tick runs once).")
+        periodic.add_argument("--no-periodic", action="store_true",
+                              help="Run no periodic jobs here. Default: a worker without --queue runs them.")
         parser.add_argument("--with-dispatch", action="store_true",
                             help="Also run the delayed-dispatch loop (Sleeping messages due -> Pending).")
 
@@ -56,7 +64,7 @@ class Command(ProcessCommand):
         except NotRegistered as exc:
             raise CommandError(str(exc)) from exc
         worker = Worker(
-            job_classes=job_classes, periodic_job_classes=[] if options["no_periodic"] else None,
+            job_classes=job_classes, periodic_job_classes=None if _runs_periodic(options) else [],
             concurrency=options["concurrency"], burst=options["burst"],
             peek_delay=options["peek_delay"], max_peek=options["max_peek"],
             listen=False if options["no_listen"] else None,

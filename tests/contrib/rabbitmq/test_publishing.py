@@ -301,3 +301,16 @@ def test_publish_job__the_real_worker_command_publishes(broker, shipping, child_
     assert statuses() == {}
     assert order_ids(received(broker, shipping, 6)) == ids
     assert Shipment.job_runs().count() == 3
+    assert " INFO pika." not in done.stderr  # pika's connection chatter, quiet at the default -v 1
+
+
+def test_publish_job__pika_logs_its_info_at_verbosity_2(broker, shipping, child_env):
+    """``-v 2`` lets pika's INFO and DEBUG records through, for when the connection itself is in question."""
+    ship("o1")
+    env = {**child_env, "NEXUS_TEST_RABBITMQ_URL": broker.url, "NEXUS_TEST_RABBITMQ_PREFIX": broker.prefix}
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "nexus_worker", "--burst", "--queue", "shipments", "-v", "2"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert " INFO pika." in done.stderr
