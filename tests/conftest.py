@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from django.db import connection
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
 from tests.commands import ROOT
-from tests.required import REQUIRED
+from tests.required import REQUIRED, missing
 
 pytest_plugins = ["tests.browser"]
 """The browser tests' ``page``, wherever they are."""
@@ -135,3 +136,10 @@ def elsewhere() -> Iterator[type[QueueMessage]]:
         apps.all_models["testapp"].pop(model_name)
     registry.unregister("elsewhere")
     apps.clear_cache()
+
+
+@pytest.fixture(scope="session")
+def java() -> None:
+    """Spark runs on the machine's Java: the tests that start Spark skip without it (fail in CI)."""
+    if not shutil.which("java"):
+        missing("no Java for Spark", "apt-get install openjdk-17-jre-headless (or put java on PATH)")

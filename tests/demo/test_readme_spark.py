@@ -52,7 +52,7 @@ def _argv(command: str, catalogue: Path) -> list[str]:
     return [sys.executable, "manage.py", *args]
 
 
-def test_readme_spark_example__runs_and_prints_what_it_shows(tmp_path: Path) -> None:
+def test_readme_spark_example__runs_and_prints_what_it_shows(java: None, tmp_path: Path) -> None:
     """Sync, process, change 1%, sync again, process: each command prints the lines shown under it, and the
     last run logs a changed product with the version processed before it."""
     steps = readme_steps()

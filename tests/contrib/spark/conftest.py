@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,14 +11,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from nexus_queues.contrib.spark import session
 from tests.contrib.spark.cluster import Cluster, standalone_cluster
-from tests.required import missing
-
-
-@pytest.fixture(scope="session")
-def java() -> None:
-    """Spark runs on the machine's Java: the tests that start Spark skip without it (fail in CI)."""
-    if not shutil.which("java"):
-        missing("no Java for Spark", "apt-get install openjdk-17-jre-headless (or put java on PATH)")
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +23,8 @@ def spark(java: None, django_db_setup: None, django_db_blocker: Any) -> Iterator
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100",
     }
+    if (earlier := SparkSession.getActiveSession()) is not None:
+        earlier.stop()  # one a docs snippet started (plain local[2]) would be reused with its own settings
     with django_db_blocker.unblock():
         spark = session("local[2,2]", **conf)
     spark.sparkContext.setLogLevel("ERROR")
