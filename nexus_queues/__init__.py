@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import deprecations
 from .exports import lazy_exports
 
 __version__ = "0.1.0"
@@ -26,12 +27,12 @@ _EXPORTS = {
     "dispatch_due": "updates",
     "mark_processed": "updates",
     "mark_error": "updates",
-    "set_processing_enabled": "updates",
-    "QueueJob": "jobs",
+    "set_processing_enabled": "jobs.control",
+    "QueueJob": "jobs.queue_jobs",
     "queue_health": "health",
-    "previous_message": "jobs",
-    "PeriodicJob": "periodic_jobs",
-    "periodic": "periodic_jobs",
+    "previous_message": "jobs.queue_jobs",
+    "PeriodicJob": "jobs.periodic_jobs",
+    "periodic": "jobs.periodic_jobs",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,12 +40,13 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health
-    from .jobs import QueueJob, previous_message
+    from .jobs.control import set_processing_enabled
+    from .jobs.periodic_jobs import PeriodicJob, periodic
+    from .jobs.queue_jobs import QueueJob, previous_message
     from .leasing import abandon_expired_leases, lease
     from .messages import HealthStatus, QueueMessage, QueueMessageWithId
-    from .periodic_jobs import PeriodicJob, periodic
     from .status import Status
     from .updates import default_status, dispatch_due, mark_error, mark_processed, set_default_status, update_status
 
-
+deprecations.install()
 __getattr__ = lazy_exports(__name__, _EXPORTS)

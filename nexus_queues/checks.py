@@ -12,9 +12,9 @@ from django.db.migrations.executor import MigrationExecutor
 
 from .conf import Settings, settings
 from .exceptions import ConfigurationError
-from .job_control import all_jobs
+from .jobs.control import all_jobs
+from .jobs.schedules import InvalidSchedule
 from .registry import registry
-from .schedules import InvalidSchedule
 from .setting_types import CHECK_ID
 from .setting_types import problems as declared_problems
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from . import changes, signals
 from .backends import backend_for
 from .changes import Change
+from .deprecations import moved_names
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .limits import check_datetime
 from .registry import registry
@@ -104,19 +105,6 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
         )
 
 
-def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
-    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay. Switching
-    it off forgets a start request still standing, so that switching it on does not start it at once."""
-    message_class = registry.resolve(queue)
-    changes = {"processing_enabled": bool(enabled), **({} if enabled else {"start_requested_at": None})}
-    with backend_for(message_class.queue_options.database).write_transaction():
-        # A new settings row must keep the queue's current default status, not the column's "Pending".
-        message_class.queue_settings().update_or_create(
-            queue=message_class.queue_name(), defaults=changes,
-            create_defaults={**changes, "default_status": default_status(message_class)},
-        )
-
-
 def default_status(queue: type[QueueMessage] | str) -> str:
     """The status new messages of the queue get now."""
     message_class = registry.resolve(queue)
@@ -198,3 +186,6 @@ def _report(lease: _Lease, changed: Sequence[int], what: str) -> list[int]:
             extra={"action": "lease_lost", "queue": queue, "nexus.correlation_id": lease.correlation_id},
         )
     return list(changed)
+
+
+__getattr__ = moved_names(__name__, {"set_processing_enabled": "nexus_queues.jobs.control"})

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, ClassVar, TypeVar
 
-from .exceptions import NotRegistered
+from ..exceptions import NotRegistered
 from .schedules import Schedule, schedule_of
 
 F = TypeVar("F", bound=Callable[[], Any])
@@ -43,7 +43,7 @@ class PeriodicJob:
 
     @classmethod
     def timetable(cls) -> Schedule:
-        """The job's schedule; :class:`~nexus_queues.schedules.InvalidSchedule` when it is not one."""
+        """The job's schedule; :class:`~nexus_queues.jobs.schedules.InvalidSchedule` when it is not one."""
         return schedule_of(getattr(cls, "schedule", None), cls.time_zone)  # type: ignore[arg-type]
 
     def run(self) -> None:

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue, enqueue_many, lease, previous_message, set_processing_enabled
 from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
-from nexus_queues.jobs import JobRegistry, jobs
+from nexus_queues.jobs.queue_jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
