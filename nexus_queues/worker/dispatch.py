@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from ..backends import backend_for
 from ..conf import settings
+from ..connections import reset_connections
 from ..messages import QueueMessage
 from ..processes import ProcessKind
 from ..quarantine import read_around
 from ..registry import registry
 from ..status import Status
-from .breaker import CircuitBreaker, CircuitBreakers, reset_connections
+from .breaker import CircuitBreaker, CircuitBreakers
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
 from .wakeups import Wakeups

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from .. import throughput
 from ..conf import settings
+from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import DatabaseUnavailable
 from ..failures import message_of
 from ..jobs.periodic_jobs import PeriodicJob, periodic_jobs
@@ -27,7 +28,7 @@ from ..messages import QueueMessage
 from ..models import QueueSettings
 from ..processes import ProcessKind
 from ..registry import registry
-from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
+from .breaker import CircuitBreaker, CircuitBreakers
 from .clocks import ahead_of_database
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat

@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.backends import backend_for
+from nexus_queues.backoff import FIRST_BACKOFF
 from nexus_queues.conf import settings as nexus_settings
 from nexus_queues.exceptions import ConfigurationError
-from nexus_queues.worker.breaker import FIRST_BACKOFF
 from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
 from nexus_queues.worker.wakeups import Wakeups
 from tests.commands import kill_other_connections, wait_until
