@@ -24,7 +24,7 @@ _EXPORTS = {
     "update_status": "updates",
     "set_default_status": "updates",
     "default_status": "updates",
-    "dispatch_due": "updates",
+    "dispatch_due": "dispatching",
     "mark_processed": "updates",
     "mark_error": "updates",
     "set_processing_enabled": "jobs.control",
@@ -38,6 +38,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .dispatching import dispatch_due
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health
     from .jobs.control import set_processing_enabled
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from .leasing import abandon_expired_leases, lease
     from .messages import HealthStatus, QueueMessage, QueueMessageWithId
     from .status import Status
-    from .updates import default_status, dispatch_due, mark_error, mark_processed, set_default_status, update_status
+    from .updates import default_status, mark_error, mark_processed, set_default_status, update_status
 
 deprecations.install()
 __getattr__ = lazy_exports(__name__, _EXPORTS)

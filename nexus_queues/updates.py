@@ -20,7 +20,7 @@ from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .limits import check_datetime
 from .registry import registry
 from .retries import retried
-from .status import Status, validate_settable_status
+from .status import validate_settable_status
 
 if TYPE_CHECKING:
     from .messages import QueueMessage
@@ -111,18 +111,6 @@ def default_status(queue: type[QueueMessage] | str) -> str:
     return backend_for(message_class.queue_options.database).default_status(message_class.queue_model)
 
 
-def dispatch_due(now: datetime | None = None) -> dict[str, int]:
-    """Make due Sleeping messages Pending, in one statement per queue; counts per queue."""
-    now = now or timezone.now()
-    counts = {}
-    for message_class in registry:
-        moved = message_class.queue_items().due(now).update(status=Status.PENDING, updated_at=now)
-        counts[message_class.queue_name()] = moved
-        if moved:
-            backend_for(message_class.queue_options.database).notify(message_class.queue_name())
-    return counts
-
-
 def _check_at(function: str, at: datetime) -> None:
     if not isinstance(at, datetime):
         raise InvalidArgument(f"{function} needs a datetime, got {type(at).__name__}.")
@@ -188,4 +176,6 @@ def _report(lease: _Lease, changed: Sequence[int], what: str) -> list[int]:
     return list(changed)
 
 
-__getattr__ = moved_names(__name__, {"set_processing_enabled": "nexus_queues.jobs.control"})
+__getattr__ = moved_names(__name__, {
+    "set_processing_enabled": "nexus_queues.jobs.control", "dispatch_due": "nexus_queues.dispatching",
+})

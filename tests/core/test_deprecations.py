@@ -51,3 +51,12 @@ def test_moved_name__unknown_name_is_an_attribute_error():
 
     with pytest.raises(AttributeError):
         updates.no_such_name  # noqa: B018
+
+
+def test_moved_name__dispatch_due_in_updates_is_the_one_dispatch():
+    """dispatch_due read from nexus_queues.updates is nexus_queues.dispatching's, with a warning."""
+    from nexus_queues import dispatching, updates
+
+    with pytest.warns(DeprecationWarning, match="nexus_queues.dispatching.dispatch_due"):
+        found = updates.dispatch_due
+    assert found is dispatching.dispatch_due is nexus_queues.dispatch_due
