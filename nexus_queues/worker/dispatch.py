@@ -31,7 +31,7 @@ class Dispatcher:
         self.batch_size = settings.DISPATCH_BATCH_SIZE
         self.max_sleep = settings.DISPATCH_MAX_SLEEP.total_seconds()
         self.breakers = CircuitBreakers(
-            "The dispatch step of queue {}", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER,
+            "The dispatch step of queue {}", settings.DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER,
             settings.WORKER_MAX_BACKOFF,
         )
         """One per queue, watching its moves and its look-up of the next due time."""
@@ -111,7 +111,7 @@ class DispatchLoop:
 
     def _retrying(self) -> bool:
         """Is a queue's dispatch step failing, and so to be tried again? :class:`DatabaseUnavailable` once its next
-        try would come after ``DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER`` of failures (a burst ends then)."""
+        try would come after ``DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER`` of failures (a burst ends then)."""
         failing = self.dispatcher.breakers.failing()
         for breaker in failing:
             breaker.give_up_if_late()
