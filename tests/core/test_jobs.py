@@ -9,6 +9,7 @@ from nexus_queues import QueueJob, Status, enqueue, enqueue_many, lease, previou
 from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
 from nexus_queues.jobs.queue_jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
+from nexus_queues.start_requests import needs_request
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
 from tests.testapp.jobs import DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob
@@ -175,3 +176,10 @@ def test_retry_later__sleeps_with_the_failure_kept():
     stored = Greeting.queue_model.objects.get()
     assert (stored.status, stored.process_at, stored.attempts) == (Status.SLEEPING, at, 1)
     assert stored.error_type == "builtins.KeyError" and 'raise KeyError("missing")' in stored.error_traceback
+
+
+def test_job_registry__tells_the_data_layer_which_queues_start_on_request():
+    """Registering a scheduled job makes its queue's start need a stored request; a continuous job's does not, so
+    enqueue(start_processing=True) writes a request without importing jobs."""
+    assert needs_request(DigestJob.message_class) is True
+    assert needs_request(GreetingJob.message_class) is False
