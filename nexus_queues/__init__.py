@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import deprecations
 from .exports import lazy_exports
 
 __version__ = "0.1.0"
@@ -30,22 +31,22 @@ _PROCESSING = {
     "set_status": "updates",
 }
 _JOBS = {
-    "QueueJob": "jobs",
-    "previous_message": "jobs",
-    "PeriodicJob": "periodic_jobs",
-    "periodic": "periodic_jobs",
-    "schedule_of": "schedules",
-    "find_job": "job_control",
-    "state_of": "job_control",
-    "run_now": "job_control",
-    "set_job_enabled": "job_control",
+    "QueueJob": "jobs.queue_jobs",
+    "previous_message": "jobs.queue_jobs",
+    "PeriodicJob": "jobs.periodic_jobs",
+    "periodic": "jobs.periodic_jobs",
+    "schedule_of": "jobs.schedules",
+    "find_job": "jobs.control",
+    "state_of": "jobs.control",
+    "run_now": "jobs.control",
+    "set_job_enabled": "jobs.control",
 }
 _OPERATING = {
     "update_status": "updates",
     "set_default_status": "updates",
     "default_status": "updates",
-    "set_processing_enabled": "updates",
-    "dispatch_due": "updates",
+    "set_processing_enabled": "jobs.control",
+    "dispatch_due": "dispatching",
     "abandon_expired_leases": "leasing",
     "queue_health": "health",
 }
@@ -57,28 +58,27 @@ _EXPORTS = {**_DEFINING_QUEUES, **_ENQUEUEING, **_PROCESSING, **_JOBS, **_OPERAT
 __all__ = [*_DEFINING_QUEUES, *_ENQUEUEING, *_PROCESSING, *_JOBS, *_OPERATING, *_TESTING]
 
 if TYPE_CHECKING:
+    from .dispatching import dispatch_due
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health
-    from .job_control import find_job, run_now, set_job_enabled, state_of
-    from .jobs import QueueJob, previous_message
+    from .jobs.control import find_job, run_now, set_job_enabled, set_processing_enabled, state_of
+    from .jobs.periodic_jobs import PeriodicJob, periodic
+    from .jobs.queue_jobs import QueueJob, previous_message
+    from .jobs.schedules import schedule_of
     from .leasing import abandon_expired_leases, lease
     from .messages import QueueMessage, QueueMessageWithId
-    from .periodic_jobs import PeriodicJob, periodic
-    from .schedules import schedule_of
     from .status import HealthStatus, Status
     from .updates import (
         default_status,
-        dispatch_due,
         mark_error,
         mark_processed,
         reschedule,
         retry_later,
         set_default_status,
-        set_processing_enabled,
         set_status,
         update_status,
     )
     from .worker import Worker
 
-
+deprecations.install()
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -13,9 +13,9 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import NoReverseMatch, reverse
 
-from .conf import Settings, settings
+from .conf import Settings, current_names, settings
 from .exceptions import ConfigurationError, InvalidSchedule
-from .job_control import all_jobs
+from .jobs.control import all_jobs
 from .registry import registry
 from .setting_types import CHECK_ID
 from .setting_types import problems as declared_problems
@@ -81,6 +81,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         settings.NOTIFY  # noqa: B018  (reading a setting says which names are unknown or removed)
     except ConfigurationError as exc:
         return [checks.Error(str(exc), id=CHECK_ID)]
+    given = current_names(given)
     return [
         checks.Error(f"NEXUS_QUEUES[{name!r}] must be {expects}, got {given[name]!r}.",
                      hint=f"See NEXUS_QUEUES[{name!r}] in the settings reference; remove it to use the default.",

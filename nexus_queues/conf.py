@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
@@ -99,8 +100,9 @@ class Settings:
     DISPATCH_MAX_SLEEP: timedelta = field(default=timedelta(seconds=1), metadata=time())
     """The longest the dispatch loop sleeps between looks (the fallback where no wake-up reaches it)."""
 
-    DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
-    """How long one queue's dispatch step may keep failing before its circuit breaker triggers (one per queue)."""
+    DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
+    """How long one queue's dispatch step may keep failing before its circuit breaker triggers (one per queue); a
+    burst ``nexus_dispatch`` gives up then."""
 
     ADMIN: bool = True
     """Register an admin page per queue on Django's admin site, grouped by the queue's category."""
@@ -127,24 +129,40 @@ _REMOVED = {
     "DISPATCH_NUMBER_OF_RETRIES": "making a due row Pending cannot fail for one message alone",
     "DISPATCH_TIME_TO_TRIGGER_STORE_CIRCUIT_BREAKER": "there is no delayed store any more",
     "DISPATCH_TIME_TO_TRIGGER_DISPATCH_CIRCUIT_BREAKER": "each queue's dispatch step has one breaker, "
-    "DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER",
+    "DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER",
     "DISPATCH_MAXIMUM_RECOVERY_FAILURES_PER_SECOND": "no per-message dispatch failures are counted any more",
 }
 """Settings that were removed, and why: a project that still sets one is told so by name."""
+
+_RENAMED = {
+    "DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER": "DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER",
+}
+"""Old name: new name. A project that still sets an old name keeps its value for this release, with a warning."""
+
+
+def current_names(given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (a ``NEXUS_QUEUES`` dict) with each renamed setting under its new name."""
+    return {_RENAMED.get(key, key): value for key, value in given.items()}
 
 
 class LazySettings:
     """Reads ``settings.<setting>`` (a dict) on each access, so ``override_settings`` works.
 
     ``defaults`` is a frozen dataclass: its fields are the known names with their defaults.
-    ``removed`` maps names that were removed to why, so a project that still sets one is told.
+    ``removed`` maps names that were removed to why, so a project that still sets one is told; ``renamed`` maps old
+    names to new ones, so a project that still sets an old one keeps its value, with a DeprecationWarning.
     """
 
-    def __init__(self, setting: str, defaults: type, removed: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, setting: str, defaults: type, removed: dict[str, str] | None = None,
+        renamed: dict[str, str] | None = None,
+    ) -> None:
         self._setting = setting
         self._defaults = defaults
         self._names = frozenset(f.name for f in fields(defaults))
         self._removed = removed or {}
+        self._renamed = renamed or {}
+        self._old_name = {new: old for old, new in self._renamed.items()}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._names:
@@ -156,14 +174,23 @@ class LazySettings:
                 f"Removed {self._setting} setting(s), delete them from your settings: "
                 + "; ".join(f"{key} ({self._removed[key]})" for key in removed) + "."
             )
-        unknown = set(user) - self._names
+        unknown = set(user) - self._names - self._renamed.keys()
         if unknown:
             raise ConfigurationError(
                 f"Unknown {self._setting} setting(s): {', '.join(sorted(unknown))}. "
                 f"Known: {', '.join(sorted(self._names))}."
             )
-        value = user.get(name, getattr(self._defaults, name))
+        old = self._old_name.get(name)
+        value = self._renamed_value(user, old, name) if old in user else user.get(name, getattr(self._defaults, name))
         return tuple(value) if isinstance(getattr(self._defaults, name), tuple) else value
 
 
-settings: Settings = LazySettings("NEXUS_QUEUES", Settings, _REMOVED)  # type: ignore[assignment]
+    def _renamed_value(self, user: dict[str, Any], old: Any, name: str) -> Any:
+        if name in user:
+            raise ConfigurationError(f"{self._setting} sets both {name} and its old name {old}: keep {name}.")
+        warnings.warn(f"{self._setting}[{old!r}] is deprecated: rename it {name!r} (the old name goes in the next "
+                      "release).", DeprecationWarning, stacklevel=3)
+        return user[old]
+
+
+settings: Settings = LazySettings("NEXUS_QUEUES", Settings, _REMOVED, _RENAMED)  # type: ignore[assignment]

@@ -16,11 +16,11 @@ from . import signals
 from .backends import Backend, EnqueueRow, backend_for
 from .conf import settings
 from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
-from .job_control import is_scheduled, request_start
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
 from .retries import retried
 from .serialization import canonical_json, json_hash
+from .start_requests import needs_request, request_start
 from .status import Status, validate_settable_status
 
 
@@ -147,7 +147,7 @@ def check_size(message: QueueMessage) -> None:
 def _start(message_class: type[QueueMessage], start_processing: bool) -> None:
     """A scheduled job's start request, stored for the workers before the message, so that the message's wake-up
     finds it (none for a switched-off job); a job without a schedule is woken by the notify alone."""
-    if start_processing and is_scheduled(message_class):
+    if start_processing and needs_request(message_class):
         request_start(message_class)
 
 

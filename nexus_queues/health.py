@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from .conf import settings
 from .counting import count_up_to
-from .jobs import jobs
+from .jobs.queue_jobs import jobs
 from .messages import QueueMessage, QueueOptions
 from .processes import NEVER, WorkerProcess
 from .status import HealthStatus, Status

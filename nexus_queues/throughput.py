@@ -19,13 +19,12 @@ from django.utils import timezone
 from .backends import backend_for
 from .conf import settings
 from .models.throughput import QueueMinute as QueueMinute  # importable from here, where it was
-from .schedules import EPOCH
 
 MINUTES_KEPT = timedelta(days=1)
 """How long a queue's minutes stay apart (the longest chart); older ones are folded into its all-time row."""
 
-ALL_TIME = EPOCH
-"""The ``minute`` of a queue's all-time row, which holds the sums of its folded minutes."""
+ALL_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+"""The ``minute`` of a queue's all-time row (the Unix epoch), which holds the sums of its folded minutes."""
 
 COUNTS = ("processed", "errors", "runs", "run_seconds")
 

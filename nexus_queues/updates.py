@@ -15,11 +15,12 @@ from django.utils import timezone
 from . import changes, signals
 from .backends import backend_for
 from .changes import Change
+from .deprecations import moved_names
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .limits import check_datetime
 from .registry import registry
 from .retries import retried
-from .status import Status, validate_settable_status
+from .status import validate_settable_status
 
 if TYPE_CHECKING:
     from .messages import QueueMessage
@@ -104,35 +105,10 @@ def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
         )
 
 
-def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
-    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay. Switching
-    it off forgets a start request still standing, so that switching it on does not start it at once."""
-    message_class = registry.resolve(queue)
-    changes = {"processing_enabled": bool(enabled), **({} if enabled else {"start_requested_at": None})}
-    with backend_for(message_class.queue_options.database).write_transaction():
-        # A new settings row must keep the queue's current default status, not the column's "Pending".
-        message_class.queue_settings().update_or_create(
-            queue=message_class.queue_name(), defaults=changes,
-            create_defaults={**changes, "default_status": default_status(message_class)},
-        )
-
-
 def default_status(queue: type[QueueMessage] | str) -> str:
     """The status new messages of the queue get now."""
     message_class = registry.resolve(queue)
     return backend_for(message_class.queue_options.database).default_status(message_class.queue_model)
-
-
-def dispatch_due(now: datetime | None = None) -> dict[str, int]:
-    """Make due Sleeping messages Pending, in one statement per queue; counts per queue."""
-    now = now or timezone.now()
-    counts = {}
-    for message_class in registry:
-        moved = message_class.queue_items().due(now).update(status=Status.PENDING, updated_at=now)
-        counts[message_class.queue_name()] = moved
-        if moved:
-            backend_for(message_class.queue_options.database).notify(message_class.queue_name())
-    return counts
 
 
 def _check_at(function: str, at: datetime) -> None:
@@ -198,3 +174,8 @@ def _report(lease: _Lease, changed: Sequence[int], what: str) -> list[int]:
             extra={"action": "lease_lost", "queue": queue, "nexus.correlation_id": lease.correlation_id},
         )
     return list(changed)
+
+
+__getattr__ = moved_names(__name__, {
+    "set_processing_enabled": "nexus_queues.jobs.control", "dispatch_due": "nexus_queues.dispatching",
+})

@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from ..exceptions import NotRegistered
-from ..job_control import outcome
+from ..jobs.control import outcome
 from ..models import JobRun
 from ..registry import registry
 from .changelist import RecordAdmin

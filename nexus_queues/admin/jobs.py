@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from ..conf import settings
 from ..exceptions import NotRegistered
-from ..job_control import (
+from ..jobs.control import (
     Action,
     Job,
     JobState,
@@ -30,7 +30,7 @@ from ..job_control import (
     set_job_enabled,
     state_of,
 )
-from ..jobs import QueueJob, jobs
+from ..jobs.queue_jobs import QueueJob, jobs
 from ..messages import QueueMessage
 from ..models import JobRun
 from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url

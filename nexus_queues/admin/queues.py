@@ -19,11 +19,12 @@ from django.utils.text import Truncator
 
 from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError, RowMoved
+from ..jobs.control import set_processing_enabled
 from ..models import QueueItem
 from ..overview import queue_overview
 from ..serialization import canonical_json, json_hash, unstorable_text
 from ..status import Status
-from ..updates import set_default_status, set_processing_enabled
+from ..updates import set_default_status
 from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .examples import example_message

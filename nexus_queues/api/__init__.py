@@ -10,7 +10,7 @@ from typing import Any
 from ninja import NinjaAPI
 from ninja.errors import ValidationError, ValidationErrorContext
 
-from ..job_control import all_jobs
+from ..jobs.control import all_jobs
 from ..registry import registry
 from . import errors
 from .auth import AUTH

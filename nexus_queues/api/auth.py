@@ -10,8 +10,8 @@ from ninja.errors import HttpError
 from ninja.security import HttpBasicAuth
 from ninja.security import SessionAuth as NinjaSessionAuth
 
-from .. import job_control
 from ..exceptions import NotRegistered
+from ..jobs import control as job_control
 from ..messages import QueueMessage
 from ..registry import registry
 from .tokens import TokenAuth

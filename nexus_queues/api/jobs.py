@@ -1,4 +1,4 @@
-"""Job endpoints: list jobs, switch one on or off, run one now (all through :mod:`nexus_queues.job_control`)."""
+"""Job endpoints: list jobs, switch one on or off, run one now (all through :mod:`nexus_queues.jobs.control`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.errors import HttpError
 
-from .. import job_control
+from ..jobs import control as job_control
 from . import schemas
 from .auth import job_for
 from .queues import ERRORS

@@ -12,10 +12,11 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..enqueueing import EnqueueResult, enqueue, enqueue_many
 from ..health import queue_health
+from ..jobs.control import set_processing_enabled
 from ..messages import QueueMessage, message_id_of
 from ..registry import registry
 from ..status import Status as MessageStatus
-from ..updates import default_status, set_default_status, set_processing_enabled
+from ..updates import default_status, set_default_status
 from . import schemas
 from .auth import can, queue_for
 from .bodies import read_json

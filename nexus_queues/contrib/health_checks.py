@@ -17,10 +17,10 @@ from health_check.exceptions import ServiceUnavailable, ServiceWarning
 from health_check.views import HealthCheckView
 
 from ..conf import settings
+from ..connections import DATABASE_ERRORS
 from ..health import queue_health
 from ..registry import registry
 from ..status import HealthStatus
-from ..worker.breaker import DATABASE_ERRORS
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ from ..backends.budget import value_bytes
 from ..conf import settings
 from ..exceptions import ResultTooLarge
 from ..failures import describe
-from ..jobs import Outcome, QueueJob
+from ..jobs.queue_jobs import Outcome, QueueJob
 from ..models import QueueItem
 from ..serialization import canonical_json
 from ..status import Status

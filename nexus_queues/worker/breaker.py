@@ -8,33 +8,16 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
-from django.db import DatabaseError, InterfaceError, connections
-
+from .. import connections
+from ..backoff import Backoff
+from ..deprecations import moved_names
 from ..exceptions import DatabaseUnavailable
 from ..failures import message_of
 
 logger = logging.getLogger("nexus_queues.breaker")
 
-FIRST_BACKOFF = 0.1
 
-DATABASE_ERRORS = (DatabaseError, InterfaceError)
-"""What a failing or lost database raises. Django's InterfaceError is no DatabaseError: PyMySQL raises it
-for a connection the server killed (``InterfaceError: (0, '')``)."""
-
-
-def reset_connections() -> None:
-    """Close this thread's connections, so that the next query reconnects; those inside a transaction are left
-    to its rollback, and a connection already gone cannot fail the close."""
-    for connection in connections.all(initialized_only=True):
-        if connection.in_atomic_block:
-            continue
-        try:
-            connection.close()
-        except DATABASE_ERRORS:
-            pass
-
-
-class CircuitBreaker:
+class CircuitBreaker(Backoff):
     """Watches one kind of operation. Each failure asks for a growing pause; once the operation has
     kept failing for ``trigger_after`` the breaker triggers (logged as an error) and pauses are the longest."""
 
@@ -42,12 +25,8 @@ class CircuitBreaker:
         self, name: str, trigger_after: timedelta, max_backoff: timedelta,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.name = name
+        super().__init__(name, max_backoff, clock)
         self.trigger_after = trigger_after.total_seconds()
-        self.max_backoff = max_backoff.total_seconds()
-        self.clock = clock
-        self.failures = 0
-        self.failing_since: float | None = None
         self.triggered = False
         self.retry_at = -math.inf
         self.last_error = ""
@@ -55,10 +34,6 @@ class CircuitBreaker:
     def waiting(self) -> float:
         """Seconds left of the pause the last failure asked for (0 when the operation may run)."""
         return max(0.0, self.retry_at - self.clock())
-
-    def failing_for(self) -> float:
-        """Seconds since the first of the failures in a row (0 while the operation works)."""
-        return 0.0 if self.failing_since is None else self.clock() - self.failing_since
 
     def give_up_if_late(self) -> None:
         """:class:`DatabaseUnavailable` when the next try would come after ``trigger_after`` of failures: what a
@@ -73,30 +48,27 @@ class CircuitBreaker:
         """The operation worked: close the breaker."""
         if self.failures:
             logger.info("%s recovered after %s failure(s).", self.name, self.failures, extra={"action": "recovered"})
-        self.failures, self.failing_since, self.triggered, self.retry_at = 0, None, False, -math.inf
+        self.reset()
+        self.triggered, self.retry_at = False, -math.inf
 
     def failure(self, exc: BaseException) -> float:
         """Record a failure; return the seconds to pause before trying again."""
-        now = self.clock()
-        if self.failing_since is None:
-            self.failing_since = now
-        self.failures += 1
+        now = self.record_failure()
         self.last_error = " ".join(message_of(exc).split())  # one line: driver messages span several
-        if not self.triggered and now - self.failing_since >= self.trigger_after:
+        if not self.triggered and self.failing_for(now) >= self.trigger_after:
             self.triggered = True
             logger.error(
-                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, now - self.failing_since,
+                "%s circuit breaker triggered: failing for %.0f s (%s).", self.name, self.failing_for(now),
                 message_of(exc),
                 extra={"action": "breaker_triggered"},
             )
         else:
             logger.warning(
                 "%s failed (%s: %s); retrying.", self.name, type(exc).__name__, message_of(exc),
-                exc_info=None if isinstance(exc, DATABASE_ERRORS) else exc,  # anything else is a bug to find
+                exc_info=None if isinstance(exc, connections.DATABASE_ERRORS) else exc,  # else a bug to find
                 extra={"action": "retry"},
             )
-        doubled = FIRST_BACKOFF * 2 ** min(self.failures - 1, 60)  # the exponent capped: no float overflow
-        pause = self.max_backoff if self.triggered else min(self.max_backoff, doubled)
+        pause = self.max_backoff if self.triggered else self.pause()
         self.retry_at = now + pause
         return pause
 
@@ -122,3 +94,8 @@ class CircuitBreakers:
         """The breakers whose operation failed last time."""
         return [breaker for breaker in self._breakers.values() if breaker.failures]
 
+
+__getattr__ = moved_names(__name__, {
+    "DATABASE_ERRORS": "nexus_queues.connections", "reset_connections": "nexus_queues.connections",
+    "FIRST_BACKOFF": "nexus_queues.backoff",
+})

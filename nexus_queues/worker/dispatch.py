@@ -1,24 +1,22 @@
-"""Delayed dispatch: due Sleeping rows of the queue tables become Pending, queue by queue."""
+"""The dispatch loop: each step dispatches what is due (:mod:`nexus_queues.dispatching`) queue by queue, each queue
+behind its own circuit breaker, then sleeps until the next message is due or a wake-up arrives."""
 
 from __future__ import annotations
 
 import logging
 import time
 from datetime import datetime
-from typing import Any
 
 from django.db import reset_queries
-from django.db.models import Min
 from django.utils import timezone
 
-from ..backends import backend_for
 from ..conf import settings
+from ..connections import reset_connections
+from ..dispatching import move_due, next_due
 from ..messages import QueueMessage
 from ..processes import ProcessKind
-from ..quarantine import read_around
 from ..registry import registry
-from ..status import Status
-from .breaker import CircuitBreaker, CircuitBreakers, reset_connections
+from .breaker import CircuitBreaker, CircuitBreakers
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
 from .wakeups import Wakeups
@@ -33,7 +31,7 @@ class Dispatcher:
         self.batch_size = settings.DISPATCH_BATCH_SIZE
         self.max_sleep = settings.DISPATCH_MAX_SLEEP.total_seconds()
         self.breakers = CircuitBreakers(
-            "The dispatch step of queue {}", settings.DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER,
+            "The dispatch step of queue {}", settings.DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER,
             settings.WORKER_MAX_BACKOFF,
         )
         """One per queue, watching its moves and its look-up of the next due time."""
@@ -62,28 +60,6 @@ class Dispatcher:
         if upcoming is None:
             return self.max_sleep
         return min(self.max_sleep, max(0.0, (upcoming - now).total_seconds()))
-
-
-def move_due(message_class: type[QueueMessage], now: datetime, limit: int) -> int:
-    """Make up to ``limit`` of the queue's messages due at ``now`` Pending, the earliest first, in one transaction
-    that skips rows another dispatcher holds; wake the queue's workers. Unreadable rows become Error."""
-    backend = backend_for(message_class.queue_options.database)
-    with backend.write_transaction():
-        due = message_class.queue_items().due(now).order_by("process_at", "id")
-        ids = read_around(lambda: _lock(due, limit), due, limit)
-        moved = _make_pending(message_class, ids) if ids else 0
-        if moved:
-            backend.notify(message_class.queue_name())
-    if moved:
-        logger.info("Dispatched %s due message(s) of queue %s.", moved, message_class.queue_name(),
-                    extra={"action": "dispatched"})
-    return moved
-
-
-def next_due(message_class: type[QueueMessage]) -> datetime | None:
-    """When the queue's next Sleeping message is due, None when none sleeps; unreadable rows become Error."""
-    sleeping = message_class.queue_items().sleeping().order_by("process_at")
-    return read_around(lambda: sleeping.aggregate(t=Min("process_at"))["t"], sleeping)
 
 
 class DispatchLoop:
@@ -135,18 +111,8 @@ class DispatchLoop:
 
     def _retrying(self) -> bool:
         """Is a queue's dispatch step failing, and so to be tried again? :class:`DatabaseUnavailable` once its next
-        try would come after ``DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER`` of failures (a burst ends then)."""
+        try would come after ``DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER`` of failures (a burst ends then)."""
         failing = self.dispatcher.breakers.failing()
         for breaker in failing:
             breaker.give_up_if_late()
         return bool(failing)
-
-def _lock(due: Any, limit: int) -> list[Any]:
-    # Reading process_at, not only the ids, is what finds a row whose time Python cannot read.
-    return [pk for pk, _ in due.select_for_update(skip_locked=True).values_list("pk", "process_at")[:limit]]
-
-
-def _make_pending(message_class: type[QueueMessage], ids: list[Any]) -> int:
-    return message_class.queue_items().sleeping().filter(pk__in=ids).update(
-        status=Status.PENDING, updated_at=timezone.now()
-    )

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from django.db import reset_queries
 from django.utils import timezone
 
+from ..connections import reset_connections
 from ..failures import message_of
 from ..updates import renew_leases
-from .breaker import reset_connections
 
 if TYPE_CHECKING:
     from ..models import QueueItem

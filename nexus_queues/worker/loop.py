@@ -17,16 +17,18 @@ from django.utils import timezone
 
 from .. import throughput
 from ..conf import settings
+from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import DatabaseUnavailable
 from ..failures import message_of
-from ..jobs import QueueJob, jobs
+from ..jobs.periodic_jobs import PeriodicJob, periodic_jobs
+from ..jobs.queue_jobs import QueueJob, jobs
+from ..jobs.schedules import EPOCH
+from ..jobs.timetables import QueueTimetable
 from ..messages import QueueMessage
 from ..models import QueueSettings
-from ..periodic_jobs import PeriodicJob, periodic_jobs
 from ..processes import ProcessKind
 from ..registry import registry
-from ..schedules import EPOCH
-from .breaker import DATABASE_ERRORS, CircuitBreaker, CircuitBreakers, reset_connections
+from .breaker import CircuitBreaker, CircuitBreakers
 from .clocks import ahead_of_database
 from .dispatch import Dispatcher
 from .heartbeat import Heartbeat
@@ -36,7 +38,6 @@ from .periodic import PeriodicRunner
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
 from .runs import run_once
-from .timetables import QueueTimetable
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.worker")

@@ -16,13 +16,13 @@ from django.utils import timezone
 from ..backends import backend_for
 from ..conf import settings
 from ..failures import message_of
+from ..jobs.periodic_jobs import PeriodicJob
+from ..jobs.schedules import EPOCH
+from ..jobs.timetables import PeriodicTimetable
 from ..models import JobRun, PeriodicJobSettings
-from ..periodic_jobs import PeriodicJob
-from ..schedules import EPOCH
 from .clocks import ahead_of_database
 from .logs import correlation_id
 from .runs import worker_name
-from .timetables import PeriodicTimetable
 
 logger = logging.getLogger("nexus_queues.worker")
 

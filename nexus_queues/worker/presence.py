@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from .. import __version__
 from ..conf import settings
+from ..connections import reset_connections
 from ..failures import message_of
 from ..processes import Condition, ProcessKind, WorkerProcess, WorkerProcessQueue, untroubled
 from ..registry import registry
-from .breaker import reset_connections
 
 logger = logging.getLogger("nexus_queues.presence")
 

@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import NotMigrated
 from ..messages import QueueMessage
-from .breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
+from .breaker import CircuitBreaker
 
 
 def unapplied(alias: str, app_labels: Iterable[str]) -> list[str]:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from .. import throughput
 from ..exceptions import UnstorableValue
 from ..failures import message_of
-from ..jobs import Outcome, QueueJob
+from ..jobs.queue_jobs import Outcome, QueueJob
 from ..leasing import lease
 from ..limits import check_datetime
 from ..models import JobRun, QueueItem

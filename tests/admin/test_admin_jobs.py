@@ -10,9 +10,8 @@ from django.test import Client
 
 from nexus_queues.admin.jobs import category_of
 from nexus_queues.admin.sites import add_to_queues_app
-from nexus_queues.job_control import JobState, all_jobs, set_job_enabled, state_of
+from nexus_queues.jobs.control import JobState, all_jobs, set_job_enabled, set_processing_enabled, state_of
 from nexus_queues.models import JobRun, PeriodicJobSettings, QueueSettings
-from nexus_queues.updates import set_processing_enabled
 from tests.testapp.jobs import GreetingJob, Heartbeat
 from tests.testapp.queues import Digest
 

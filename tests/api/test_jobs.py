@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from nexus_queues.job_control import all_jobs
+from nexus_queues.jobs.control import all_jobs
+from nexus_queues.jobs.periodic_jobs import periodic_jobs
 from nexus_queues.models import JobRun, PeriodicJobSettings, QueueSettings
-from nexus_queues.periodic_jobs import periodic_jobs
 from tests.api_client import Api, make_user
 from tests.testapp.jobs import DigestJob, Heartbeat
 

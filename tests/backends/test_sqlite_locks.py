@@ -16,7 +16,7 @@ from django.db.models.signals import pre_save
 from django.utils import timezone
 
 from nexus_queues import set_default_status, set_processing_enabled
-from nexus_queues.job_control import run_now
+from nexus_queues.jobs.control import run_now
 from nexus_queues.models import JobRun, PeriodicJobSettings, QueueSettings
 from tests.commands import PATIENCE
 from tests.testapp.jobs import Heartbeat

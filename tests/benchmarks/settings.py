@@ -9,7 +9,8 @@ _dsn = common.dsn_params()
 SECRET_KEY = "benchmark-only"
 USE_TZ = True
 TIME_ZONE = "UTC"
-INSTALLED_APPS = ["nexus_queues", "tests.testapp"]
+# auth: the API tokens' migration (0008) refers to the user model.
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "nexus_queues", "tests.testapp"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DATABASES = {
     "default": {

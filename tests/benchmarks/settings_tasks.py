@@ -7,7 +7,10 @@ import environ
 SECRET_KEY = "benchmark-only"
 USE_TZ = True
 TIME_ZONE = "UTC"
-INSTALLED_APPS = ["nexus_queues", "nexus_queues.tasks", "django_tasks", "django_tasks_db", "tests.testapp"]
+INSTALLED_APPS = [
+    "django.contrib.contenttypes", "django.contrib.auth", "nexus_queues", "nexus_queues.tasks",
+    "django_tasks", "django_tasks_db", "tests.testapp",
+]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DATABASES = {"default": {**environ.Env().db_url("BENCH_DATABASE_URL"), "CONN_MAX_AGE": None}}
 TASKS = {

@@ -35,7 +35,7 @@ def burst(tmp_path: Path, database_url: str, command: str = "nexus_worker") -> s
     (tmp_path / "burst_settings.py").write_text(
         "from datetime import timedelta\nfrom tests.settings import *\n"
         "NEXUS_QUEUES = {**NEXUS_QUEUES, 'WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER': timedelta(seconds=2),\n"
-        "                'DISPATCH_TIME_TO_TRIGGER_FETCH_CIRCUIT_BREAKER': timedelta(seconds=2)}\n"
+        "                'DISPATCH_TIME_TO_TRIGGER_CIRCUIT_BREAKER': timedelta(seconds=2)}\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("NEXUS_TEST_")}
     env |= {"PYTHONPATH": f"{ROOT}:{tmp_path}", "DJANGO_SETTINGS_MODULE": "burst_settings",

@@ -18,13 +18,13 @@ from django.db import connection
 
 from nexus_queues import Status, enqueue
 from nexus_queues.backends import backend_for
+from nexus_queues.jobs.periodic_jobs import PeriodicJob
+from nexus_queues.jobs.schedules import Every
+from nexus_queues.jobs.timetables import QueueTimetable
 from nexus_queues.models import JobRun, PeriodicJobSettings
-from nexus_queues.periodic_jobs import PeriodicJob
-from nexus_queues.schedules import Every
 from nexus_queues.worker.loop import Worker
 from nexus_queues.worker.periodic import PeriodicRunner
 from nexus_queues.worker.runs import worker_name
-from nexus_queues.worker.timetables import QueueTimetable
 from tests.testapp.jobs import DigestJob
 from tests.testapp.queues import Digest
 

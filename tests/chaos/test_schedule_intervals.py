@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nexus_queues.checks import check_job_schedules
-from nexus_queues.job_control import state_of
-from nexus_queues.periodic_jobs import PeriodicJob, periodic_jobs
-from nexus_queues.schedules import MAX_INTERVAL, Every, InvalidSchedule, schedule_of
+from nexus_queues.jobs.control import state_of
+from nexus_queues.jobs.periodic_jobs import PeriodicJob, periodic_jobs
+from nexus_queues.jobs.schedules import MAX_INTERVAL, Every, InvalidSchedule, schedule_of
 
 MILLENNIA = timedelta(days=365 * 100_000)
 

@@ -3,8 +3,8 @@
 import pytest
 from django.utils import timezone
 
+from nexus_queues.jobs.control import set_processing_enabled
 from nexus_queues.models import JobRun, QueueSettings
-from nexus_queues.updates import set_processing_enabled
 
 
 def test_accessors__use_the_queue_database(elsewhere):

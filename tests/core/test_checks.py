@@ -65,7 +65,7 @@ def test_partial_index__limited_where_the_engine_can():
 def test_check_job_schedules__names_the_job_with_a_bad_schedule():
     """A job whose schedule is not one fails the system checks with E001 naming it, at start-up."""
     from nexus_queues.checks import check_job_schedules
-    from nexus_queues.periodic_jobs import PeriodicJob, periodic_jobs
+    from nexus_queues.jobs.periodic_jobs import PeriodicJob, periodic_jobs
 
     class Garbled(PeriodicJob):
         schedule = "every tuesday"

@@ -15,13 +15,13 @@ from django.utils import timezone
 from health_check.exceptions import ServiceUnavailable, ServiceWarning
 
 from nexus_queues import QueueMessage, Status, abandon_expired_leases, enqueue_many, lease
+from nexus_queues.connections import reset_connections
 from nexus_queues.contrib.health_checks import QueueCheck, QueueHealthCheckView, queue_checks
 from nexus_queues.counting import AtLeast
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.health import QueueState, evaluate, queue_health, queue_state
 from nexus_queues.messages import HealthStatus
 from nexus_queues.processes import NEVER, WorkerProcess, WorkerProcessQueue
-from nexus_queues.worker.breaker import reset_connections
 from tests.commands import ROOT, kill_other_connections
 from tests.factories import GreetingFactory
 from tests.testapp.queues import Audit, Greeting

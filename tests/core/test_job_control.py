@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from nexus_queues import set_processing_enabled
 from nexus_queues.exceptions import NotRegistered
-from nexus_queues.job_control import JobSwitchedOff, find_job, outcome, permission, run_now, set_job_enabled, state_of
+from nexus_queues.jobs.control import JobSwitchedOff, find_job, outcome, permission, run_now, set_job_enabled, state_of
 from nexus_queues.models import JobRun, PeriodicJobSettings, QueueSettings
 from tests.testapp.jobs import DigestJob, GreetingJob, Heartbeat
 
@@ -166,7 +166,7 @@ def test_permission__queue_model_or_periodic_settings():
 @pytest.mark.django_db
 def test_state_of__shows_a_bad_schedule_instead_of_raising():
     """A job whose schedule is not one still has a state (the jobs page and the API stay up); E001 names it."""
-    from nexus_queues.periodic_jobs import PeriodicJob, periodic_jobs
+    from nexus_queues.jobs.periodic_jobs import PeriodicJob, periodic_jobs
 
     class Garbled(PeriodicJob):
         schedule = "every tuesday"

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue, enqueue_many, lease, previous_message, set_processing_enabled
 from nexus_queues.exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
-from nexus_queues.jobs import JobRegistry, jobs
+from nexus_queues.jobs.queue_jobs import JobRegistry, jobs
 from nexus_queues.models import QueueSettings
+from nexus_queues.start_requests import needs_request
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
 from tests.testapp.jobs import DigestJob, GreetingJob, Heartbeat, InventoryJob, PingJob, ProductJob, ShipmentJob
@@ -188,3 +189,10 @@ def test_timetable__deprecated_on_periodic_jobs_too():
     """A periodic job's timetable() warns and gives its get_schedule()."""
     with pytest.warns(DeprecationWarning, match=r"PeriodicJob\.timetable\(\) is deprecated"):
         assert Heartbeat.timetable() == Heartbeat.get_schedule()
+
+
+def test_job_registry__tells_the_data_layer_which_queues_start_on_request():
+    """Registering a scheduled job makes its queue's start need a stored request; a continuous job's does not, so
+    enqueue(start_processing=True) writes a request without importing jobs."""
+    assert needs_request(DigestJob.message_class) is True
+    assert needs_request(GreetingJob.message_class) is False

@@ -118,6 +118,36 @@ def test_layers__module_imports_have_no_cycle():
     assert _cycle(at_load) == []
 
 
+DATA_LAYER = ("enqueueing", "leasing", "updates", "start_requests", "models", "messages", "registry", "backends")
+"""The data layer: message classes, their models, enqueue, lease, status changes and what they stand on."""
+
+
+def _reached(graph: dict[str, set[str]], start: list[str]) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+    return seen
+
+
+def test_layers__the_data_layer_never_imports_jobs():
+    """No data-layer module imports nexus_queues.jobs, at load or inside a function, directly or through another."""
+    at_load, in_functions = _graph()
+    graph = {module: at_load[module] | in_functions[module] for module in at_load}
+    data = [module for module in graph if module.removeprefix("nexus_queues.").split(".")[0] in DATA_LAYER]
+    jobs = sorted(m for m in _reached(graph, data) if m == "nexus_queues.jobs" or m.startswith("nexus_queues.jobs."))
+    assert jobs == []
+
+
+def test_layers__reach_follows_imports_through_others():
+    """The layer check sees an import made through a module in between, and nothing that is not imported."""
+    assert _reached({"a": {"b"}, "b": {"c"}, "d": {"a"}}, ["a"]) == {"a", "b", "c"}
+
+
 def test_layers__cycle_finder_finds_a_cycle():
     """The cycle check itself reports a circle when there is one."""
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

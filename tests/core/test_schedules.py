@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from nexus_queues.schedules import Cron, Every, InvalidSchedule, schedule_of
+from nexus_queues.jobs.schedules import Cron, Every, InvalidSchedule, schedule_of
 
 STOCKHOLM = ZoneInfo("Europe/Stockholm")
 

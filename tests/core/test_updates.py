@@ -12,7 +12,6 @@ from nexus_queues import (
     Status,
     abandon_expired_leases,
     default_status,
-    dispatch_due,
     enqueue,
     enqueue_many,
     lease,
@@ -256,14 +255,6 @@ def test_set_default_status__stored_and_validated():
     with pytest.raises(InvalidStatus):
         set_default_status(Greeting, "Leased")
     assert default_status(Greeting) == "Paused"
-
-
-def test_dispatch_due__moves_only_due_sleeping():
-    now = timezone.now()
-    enqueue(GreetingFactory(), at=now - timedelta(seconds=1))
-    enqueue(GreetingFactory(), at=now + timedelta(hours=1))
-    assert dispatch_due(now)["greetings"] == 1
-    assert sorted(Greeting.queue_model.objects.values_list("status", flat=True)) == [Status.PENDING, Status.SLEEPING]
 
 
 def test_stored_json_that_no_longer_fits__clear_error_row_untouched():

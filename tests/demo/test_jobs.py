@@ -59,7 +59,7 @@ BACKLOG = """
 import logging, sys
 from django.core.management import call_command
 from nexus_queues import enqueue_many
-from nexus_queues.periodic_jobs import periodic_jobs
+from nexus_queues.jobs.periodic_jobs import periodic_jobs
 from demo_project.shop.jobs import log_backlog
 from demo_project.shop.queues import SendOrderConfirmation
 

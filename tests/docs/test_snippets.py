@@ -27,8 +27,8 @@ import tests.testapp
 import tests.testapp.jobs
 import tests.testapp.queues
 from nexus_queues.conf import settings as nexus_settings
-from nexus_queues.jobs import jobs
-from nexus_queues.periodic_jobs import periodic_jobs
+from nexus_queues.jobs.periodic_jobs import periodic_jobs
+from nexus_queues.jobs.queue_jobs import jobs
 from nexus_queues.registry import registry
 from tests.docs.pages import Snippet, snippets
 

@@ -10,10 +10,11 @@ from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.backends import backend_for
+from nexus_queues.backoff import FIRST_BACKOFF
 from nexus_queues.conf import settings as nexus_settings
+from nexus_queues.dispatching import dispatch_due, move_due, next_due
 from nexus_queues.exceptions import ConfigurationError
-from nexus_queues.worker.breaker import FIRST_BACKOFF
-from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop, move_due, next_due
+from nexus_queues.worker.dispatch import Dispatcher, DispatchLoop
 from nexus_queues.worker.wakeups import Wakeups
 from tests.commands import kill_other_connections, wait_until
 from tests.damage import UNREADABLE_FUTURE, UNREADABLE_PAST, table_missing, unreadable, write_raw
@@ -43,6 +44,30 @@ def test_move_due__moves_due_messages_earliest_first_up_to_the_limit():
     assert move_due(Greeting, timezone.now(), 10) == 1
     assert names(Greeting.queue_model.objects.sleeping()) == ["future"]
     assert Ping.queue_model.objects.get().status == Status.SLEEPING
+
+
+def test_dispatch_due__moves_every_due_message_batch_by_batch():
+    """dispatch_due() is the loop's step run once: every message due at ``now`` of every queue becomes Pending,
+    ``DISPATCH_BATCH_SIZE`` per transaction; the count per queue, 0 for a queue with nothing due."""
+    now = timezone.now()
+    enqueue_many([Greeting(name=str(i)) for i in range(5)], at=now - timedelta(seconds=1))
+    enqueue(Greeting(name="future"), at=now + timedelta(hours=1))
+    with override_settings(NEXUS_QUEUES={"DISPATCH_BATCH_SIZE": 2}):
+        counts = dispatch_due(now)
+    assert (counts["greetings"], counts[Ping.queue_name()]) == (5, 0)
+    assert sorted(Greeting.queue_model.objects.values_list("status", flat=True)) == [Status.PENDING] * 5 + [
+        Status.SLEEPING
+    ]
+
+
+def test_dispatch_due__makes_an_unreadable_row_error_and_moves_the_rest():
+    """A Sleeping row whose time Python cannot read becomes Error, as in the dispatch loop; the due ones move."""
+    [bad] = enqueue(Greeting(name="bad"), at=at(3600), return_ids=True).ids
+    write_raw(Greeting.queue_model, bad, "process_at", unreadable(UNREADABLE_PAST))
+    enqueue(Greeting(name="ok"), at=at(-1))
+    assert dispatch_due()["greetings"] == 1
+    assert sorted(names(Greeting.queue_model.objects.pending())) == ["ok"]
+    assert Greeting.queue_model.objects.get(pk=bad).status == Status.ERROR
 
 
 def test_move_due__moves_only_sleeping_rows():

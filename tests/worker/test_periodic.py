@@ -9,12 +9,12 @@ from typing import ClassVar
 import pytest
 from django.utils import timezone
 
-from nexus_queues.job_control import JobSwitchedOff, run_now, set_job_enabled
+from nexus_queues.jobs.control import JobSwitchedOff, run_now, set_job_enabled
+from nexus_queues.jobs.periodic_jobs import PeriodicJob
+from nexus_queues.jobs.schedules import Every
+from nexus_queues.jobs.timetables import QueueTimetable
 from nexus_queues.models import JobRun, PeriodicJobSettings
-from nexus_queues.periodic_jobs import PeriodicJob
-from nexus_queues.schedules import Every
 from nexus_queues.worker.periodic import PeriodicRunner
-from nexus_queues.worker.timetables import QueueTimetable
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from nexus_queues import Status, enqueue
-from nexus_queues.job_control import outcome, run_now, set_job_enabled
+from nexus_queues.jobs.control import outcome, run_now, set_job_enabled
 from nexus_queues.models import JobRun, PeriodicJobSettings
 from tests.commands import reports, wait_until
 from tests.testapp.jobs import DigestJob, Heartbeat

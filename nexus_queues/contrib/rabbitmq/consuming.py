@@ -20,13 +20,14 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel, BlockingConnection
 
 from nexus_queues.conf import settings as nexus_settings
+from nexus_queues.connections import DATABASE_ERRORS, reset_connections
 from nexus_queues.enqueueing import EnqueueResult, enqueue_many
 from nexus_queues.exceptions import SourceNotFound
 from nexus_queues.health import QueueHealth
 from nexus_queues.messages import QueueMessage
 from nexus_queues.processes import Condition, ProcessKind
 from nexus_queues.status import HealthStatus
-from nexus_queues.worker.breaker import DATABASE_ERRORS, CircuitBreaker, reset_connections
+from nexus_queues.worker.breaker import CircuitBreaker
 from nexus_queues.worker.presence import Presence
 
 from .bodies import Delivery, sort_deliveries

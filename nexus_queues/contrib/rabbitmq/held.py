@@ -14,12 +14,12 @@ from datetime import timedelta
 
 import pika
 
+from nexus_queues.backoff import FIRST_BACKOFF
 from nexus_queues.failures import message_of
 from nexus_queues.health import QueueHealth
 from nexus_queues.status import HealthStatus
 
 from .bodies import Delivery
-from .outages import FIRST_BACKOFF
 
 logger = logging.getLogger("nexus_queues.rabbitmq")
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pika
 
 from nexus_queues.exceptions import ConfigurationError, NotPublished
-from nexus_queues.jobs import Outcome, QueueJob
+from nexus_queues.jobs.queue_jobs import Outcome, QueueJob
 from nexus_queues.serialization import canonical_json
 
 from . import delays

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated, NotRegistered
-from nexus_queues.jobs import jobs
+from nexus_queues.jobs.queue_jobs import jobs
 from nexus_queues.management.arguments import at_least
 from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import Dispatcher

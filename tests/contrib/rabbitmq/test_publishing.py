@@ -21,9 +21,9 @@ from nexus_queues import Status, enqueue_many
 from nexus_queues.contrib.rabbitmq import NotPublished, RabbitMQPublishJob
 from nexus_queues.contrib.rabbitmq.delays import bind_endpoint, declare_delay_infrastructure
 from nexus_queues.contrib.rabbitmq.publishing import SOURCE_HEADER, disconnect
+from nexus_queues.dispatching import move_due
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.serialization import canonical_json
-from nexus_queues.worker.dispatch import move_due
 from nexus_queues.worker.heartbeat import Heartbeat
 from nexus_queues.worker.runs import run_once
 from tests.commands import PATIENCE, ROOT

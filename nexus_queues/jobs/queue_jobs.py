@@ -8,13 +8,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
-from .leasing import DEFAULT_LEASE_TIME
-from .messages import QueueMessage
+from ..exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
+from ..leasing import DEFAULT_LEASE_TIME
+from ..messages import QueueMessage
+from ..start_requests import start_on_request
 from .schedules import Schedule, schedule_of
 
 if TYPE_CHECKING:
-    from .models import QueueItem
+    from ..models import QueueItem
 
 Outcome = datetime | BaseException | None
 """What processing one message came to: done (None), run again at a time, or failed."""
@@ -55,6 +56,7 @@ class QueueJob:
         if not abstract:
             _validate(cls)
             jobs.register(cls)
+            start_on_request(cls.message_class, cls.schedule is not None)
 
     @classmethod
     def name(cls) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..schedules import EPOCH, Schedule
+from .schedules import EPOCH, Schedule
 
 
 class QueueTimetable:

@@ -10,13 +10,15 @@ from typing import Literal
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .backends import backend_for
-from .exceptions import InvalidSchedule, JobSwitchedOff, NotRegistered
-from .jobs import QueueJob, jobs
-from .messages import QueueMessage
-from .models import JobRun, PeriodicJobSettings
+from ..backends import backend_for
+from ..exceptions import InvalidSchedule, JobSwitchedOff, NotRegistered
+from ..messages import QueueMessage
+from ..models import JobRun, PeriodicJobSettings
+from ..registry import registry
+from ..start_requests import request_start
+from ..updates import default_status
 from .periodic_jobs import PeriodicJob, periodic_jobs
-from .updates import default_status, set_processing_enabled
+from .queue_jobs import QueueJob, jobs
 
 Action = Literal["view", "change"]
 Job = type[QueueJob] | type[PeriodicJob]
@@ -114,6 +116,19 @@ def set_job_enabled(job: Job, enabled: bool) -> None:
         )
 
 
+def set_processing_enabled(queue: type[QueueMessage] | str, enabled: bool) -> None:
+    """Switch the queue's job on or off, stored in the database; workers honour it within a peek delay. Switching
+    it off forgets a start request still standing, so that switching it on does not start it at once."""
+    message_class = registry.resolve(queue)
+    changes = {"processing_enabled": bool(enabled), **({} if enabled else {"start_requested_at": None})}
+    with backend_for(message_class.queue_options.database).write_transaction():
+        # A new settings row must keep the queue's current default status, not the column's "Pending".
+        message_class.queue_settings().update_or_create(
+            queue=message_class.queue_name(), defaults=changes,
+            create_defaults={**changes, "default_status": default_status(message_class)},
+        )
+
+
 def run_now(job: Job) -> None:
     """Ask the workers to run ``job`` now, whatever its schedule: a periodic job runs once, a queue job drains its
     queue; :class:`JobSwitchedOff` when it is switched off."""
@@ -130,27 +145,6 @@ def run_now(job: Job) -> None:
             job=job.name(), defaults={"run_requested_at": now},
             create_defaults={"run_requested_at": now, "ticks_since": now},
         )
-
-
-def request_start(message_class: type[QueueMessage]) -> None:
-    """Record that the queue's job should drain it now, whatever its schedule (``start_processing``); nothing for a
-    switched-off queue, which the request would start as soon as it is switched on."""
-    now = timezone.now()
-    rows = message_class.queue_settings()
-    if rows.filter(processing_enabled=True).update(start_requested_at=now, updated_at=now):  # one UPDATE, usually
-        return
-    rows.get_or_create(  # a queue without a settings row is on; a switched-off one keeps its row as it is
-        queue=message_class.queue_name(),
-        defaults={"start_requested_at": now, "default_status": default_status(message_class)},
-    )
-
-
-def is_scheduled(message_class: type[QueueMessage]) -> bool:
-    """Does the queue's job run on a schedule (so that starting it now needs a request stored for the workers)?"""
-    try:
-        return jobs.get(message_class.queue_name()).schedule is not None
-    except NotRegistered:
-        return False
 
 
 def _enabled(job: type[PeriodicJob]) -> bool:

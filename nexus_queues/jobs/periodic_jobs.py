@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, ClassVar, TypeVar
 
-from .exceptions import NotRegistered
+from ..exceptions import NotRegistered
 from .schedules import Schedule, schedule_of
 
 F = TypeVar("F", bound=Callable[[], Any])
