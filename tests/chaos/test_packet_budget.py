@@ -21,7 +21,7 @@ from nexus_queues.staging import StagedRow, create, drop, new_table_name, new_to
 from nexus_queues.tasks.compat import TaskResultStatus
 from nexus_queues.tasks.queues import task_queue
 from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401
-from tests.contrib.spark.conftest import frame, java, spark  # noqa: F401
+from tests.contrib.spark.conftest import frame, spark  # noqa: F401
 from tests.tasks.conftest import files_fixture, manage_fixture  # noqa: F401
 from tests.testapp import tasks
 from tests.testapp.queues import Greeting, Product

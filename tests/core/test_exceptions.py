@@ -35,9 +35,9 @@ OLD_HOMES = [
     ("nexus_queues.contrib.rabbitmq.publishing", "NotPublished"),
     ("nexus_queues.contrib.spark", "SyncFailed"),
     ("nexus_queues.contrib.spark.syncing", "SyncFailed"),
-    ("nexus_queues.job_control", "JobSwitchedOff"),
+    ("nexus_queues.jobs.control", "JobSwitchedOff"),
     ("nexus_queues.json_input", "MalformedJSON"),
-    ("nexus_queues.schedules", "InvalidSchedule"),
+    ("nexus_queues.jobs.schedules", "InvalidSchedule"),
 ]
 """Where errors lived before they moved to nexus_queues.exceptions: user code may import them from there."""
 

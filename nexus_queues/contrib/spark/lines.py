@@ -2,7 +2,7 @@
 
 pyarrow's JSON reader (C++) makes a page's columns without a Python object per row. It is strict
 where the per-row path (:mod:`.values`) forgives: a value it cannot parse as its column's type
-raises :class:`Unparsed`, and the reader reads that page again row by row. Texts of times, dates and
+raises :class:`_Unparsed`, and the reader reads that page again row by row. Texts of times, dates and
 decimals are parsed here from strings, and only in the forms both parsers read alike; a number
 where a decimal is stored is left to the per-row path, which reads it as its float.
 """
@@ -29,7 +29,7 @@ _READ = pj.ReadOptions(block_size=1 << 26)
 """Blocks large enough for a chunk's lines (a block holds whole lines)."""
 
 
-class Unparsed(Exception):
+class _Unparsed(Exception):
     """A page holds a value the bulk parser does not read as the per-row path would."""
 
 
@@ -55,7 +55,7 @@ class BulkParser:
         return cls(target, fields, pa.schema(rows))  # type: ignore[arg-type]
 
     def batch(self, lines: bytes) -> pa.RecordBatch:
-        """The rows of ``lines`` (one JSON object per line) as a batch of ``target``, or :class:`Unparsed`."""
+        """The rows of ``lines`` (one JSON object per line) as a batch of ``target``, or :class:`_Unparsed`."""
         if not lines:
             return pa.RecordBatch.from_pylist([], schema=self.target)
         options = pj.ParseOptions(explicit_schema=self.parsing, unexpected_field_behavior="ignore")
@@ -65,12 +65,12 @@ class BulkParser:
             if self.fields:
                 message = _whole(parsed.pop(MESSAGE))
                 if message.null_count:
-                    raise Unparsed("a message that is not an object")  # the per-row path reads it as defaults
+                    raise _Unparsed("a message that is not an object")  # the per-row path reads it as defaults
                 parsed |= dict(zip([field.name for field in message.type], message.flatten(), strict=True))
             columns = [_typed(_whole(parsed[field.name]), field) for field in self.target]
             return pa.RecordBatch.from_arrays(columns, schema=self.target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise Unparsed(str(exc)) from exc
+            raise _Unparsed(str(exc)) from exc
 
 
 def _json_field(field: pa.Field) -> pa.Field | None:
@@ -97,10 +97,10 @@ def _whole(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _typed(array: pa.Array, field: pa.Field) -> pa.Array:
-    """``array`` as parsed, made into ``field``'s type; :class:`Unparsed` where a level that may not hold a
+    """``array`` as parsed, made into ``field``'s type; :class:`_Unparsed` where a level that may not hold a
     null does (the per-row path makes the nearest level that may null instead)."""
     if not field.nullable and array.null_count:
-        raise Unparsed(f"null in {field.name}")
+        raise _Unparsed(f"null in {field.name}")
     arrow_type = field.type
     if pa.types.is_timestamp(arrow_type):
         _all_match(array, TIMESTAMP_TEXT)
@@ -129,4 +129,4 @@ def _typed(array: pa.Array, field: pa.Field) -> pa.Array:
 
 def _all_match(texts: pa.Array, pattern: str) -> None:
     if pc.all(pc.match_substring_regex(texts, pattern), skip_nulls=True).as_py() is False:
-        raise Unparsed(f"a text not in the form {pattern}")
+        raise _Unparsed(f"a text not in the form {pattern}")

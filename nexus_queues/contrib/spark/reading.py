@@ -33,7 +33,7 @@ from ...backends.lines import json_lines, writes_json_lines
 from ...exceptions import InvalidArgument
 from ...registry import registry
 from .executors import DjangoSetup, django_ready
-from .lines import BulkParser, Unparsed
+from .lines import BulkParser, _Unparsed
 from .options import ReadOptions
 from .schema import ROW_COLUMNS, is_json, message_keys, row_columns
 from .values import Converter, column_converter
@@ -137,7 +137,7 @@ def bulk_batch(parser: BulkParser, items: QueueItemQuerySet, ids: IdRange, maker
         return None
     try:
         return parser.batch(lines)
-    except Unparsed:
+    except _Unparsed:
         return None  # the per-row path makes null what does not fit
 
 
