@@ -9,13 +9,14 @@ from __future__ import annotations
 from django.db import connections
 
 from ..exceptions import ConfigurationError
-from .base import Backend, Claim, EnqueueRow
+from .base import Backend
 from .mysql import MySQLBackend
 from .postgresql import PostgresBackend
+from .rows import Claim, EnqueueRow, MergeCounts, StagedRow
 from .sqlite import SQLiteBackend
 from .transports import Listener
 
-__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "backend_for"]
+__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "MergeCounts", "StagedRow", "backend_for"]
 
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": PostgresBackend, "mysql": MySQLBackend, "sqlite": SQLiteBackend}
 
