@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from . import updates
 from .api_tokens import ApiToken  # noqa: F401  (the app's models are found here)
+from .backends import backend_for
 from .exceptions import ConfigurationError
 from .fields import MessageField
 from .processes import WorkerProcess, WorkerProcessQueue  # noqa: F401  (the app's models are found here)
@@ -134,7 +135,7 @@ class PartialIndex(models.Index):
 
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
         index: models.Index = self
-        if schema_editor.connection.features.supports_partial_indexes:
+        if backend_for(schema_editor.connection.alias).features.has_partial_indexes:
             index = models.Index(fields=self.fields, name=self.name, condition=self.where)
         return models.Index.create_sql(index, model, schema_editor, using, **kwargs)
 

@@ -20,6 +20,7 @@ from ..quarantine import read_around
 from ..status import Status
 from . import hydration, transports
 from .budget import UNLIMITED, Budget
+from .features import Features
 from .rows import INSERT_COLUMNS, STAGED_COLUMNS, STATUS_INDEX, Claim, EnqueueRow, MergeCounts, StagedRow, by_message_id
 from .transports import Listener
 
@@ -82,11 +83,8 @@ CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue mod
 class Backend:
     """SQL that works on every engine; subclasses override what their engine does better."""
 
-    can_listen: ClassVar[bool] = transports.AVAILABLE
-    """Can idle loops listen for :meth:`notify`? (Everywhere but on platforms without UNIX sockets.)"""
-
-    claim_lock: ClassVar[str] = ""
-    """What does the claim subquery add so that concurrent leases skip each other's rows?"""
+    features: ClassVar[type[Features]] = Features
+    """What the engine can do."""
 
     claimed_ids: ClassVar[str] = "id IN ({pick})"
     """Which rows does a claim lease, from the ids the ``pick`` subquery chose?"""
@@ -99,9 +97,6 @@ class Backend:
 
     now_sql: ClassVar[str] = "SELECT CURRENT_TIMESTAMP"
     """Which statement reads the database server's clock, in UTC?"""
-
-    staged_counts_lock: ClassVar[str] = ""
-    """What does a merge's count of staged messages add so that it locks the stored rows it will change?"""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
@@ -214,7 +209,7 @@ class Backend:
             transaction.on_commit(lambda: transports.wake(database, queue), using=self.alias)
 
     def listen(self) -> Listener:
-        """A new listener for the wake-ups of :meth:`notify` (only where :attr:`can_listen`): this host's by default."""
+        """A new listener for the wake-ups of :meth:`notify` (where ``features.can_listen``): this host's by default."""
         return transports.LocalListener(self.database())
 
     def database(self) -> str:
@@ -315,7 +310,8 @@ class Backend:
         if key not in CLAIM_STATEMENTS:
             columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
             table = self.quote(model._meta.db_table)
-            pick = PICK_SQL.format(table=table, order=self._order(model), lock=self.claim_lock)
+            lock = "FOR UPDATE SKIP LOCKED" if self.features.has_skip_locked else ""
+            pick = PICK_SQL.format(table=table, order=self._order(model), lock=lock)
             claimed_ids = self.claimed_ids.format(pick=pick)
             CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
         now = self.adapt(claim.now)
@@ -391,7 +387,9 @@ class Backend:
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
         newest = NEWEST_STAGED_SQL.format(staging=staged, tokens=marks(tokens))
         written = "q.id IS NULL OR q.message_hash <> s.message_hash" if idempotent else "1 = 1"
-        counts = STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written) + self.staged_counts_lock
+        counts = STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written)
+        if self.features.locks_rows_before_merge:
+            counts += " FOR UPDATE"
         with self.patient_row_locks(), self.cursor() as cursor:
             cursor.execute(counts, list(tokens))
             total, new, unchanged, scheduled, staged_count = (int(n or 0) for n in cursor.fetchone())

@@ -24,6 +24,7 @@ from .base import (
     marks,
 )
 from .budget import Budget
+from .features import MySQLFeatures
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -60,11 +61,8 @@ def packet_budget(packet: int) -> Budget:
 class MySQLBackend(Backend):
     """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
 
-    claim_lock = "FOR UPDATE SKIP LOCKED"
+    features = MySQLFeatures
     now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
-    # The merge's row-lock waits happen here, before its INSERT ... SELECT: that statement holds the
-    # table's AUTO-INC lock (innodb_autoinc_lock_mode 1) while it waits, blocking every insert into the queue.
-    staged_counts_lock = " FOR UPDATE"
 
     def budget(self) -> Budget:
         """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""

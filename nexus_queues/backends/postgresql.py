@@ -18,6 +18,7 @@ from ..status import Status
 from . import ddl
 from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, MergeCounts, StagedRow, lock_key
 from .cursors import copy_rows, prepared_cursor
+from .features import PostgresFeatures
 from .transports import Listener, NotifyListener
 
 if TYPE_CHECKING:
@@ -62,8 +63,7 @@ HELD_SQL = """SELECT objid::bigint FROM pg_locks
 class PostgresBackend(Backend):
     """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
 
-    can_listen = True  # LISTEN/NOTIFY: wake-ups from every host
-    claim_lock = "FOR UPDATE SKIP LOCKED"
+    features = PostgresFeatures
     json_from_text = "{}::jsonb"
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     claimed_ids = "id = ANY(ARRAY({pick}))"

@@ -12,6 +12,7 @@ from django.apps import apps
 
 from .base import Backend
 from .budget import Budget
+from .features import SQLiteFeatures
 
 try:
     import fcntl
@@ -22,6 +23,7 @@ except ImportError:  # not on Windows: there, held() says every lock is held
 class SQLiteBackend(Backend):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
 
+    features = SQLiteFeatures
     now_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"  # CURRENT_TIMESTAMP has whole seconds only
 
     def database(self) -> str:
