@@ -12,19 +12,13 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import (
-    REPLACED_COLUMNS,
-    RESET_ON_REPLACE,
-    Backend,
-    Claim,
-    EnqueueRow,
-    by_message_id,
-    chunks,
-    lock_key,
-    marks,
-)
+from .base import Backend, chunks, lock_key
 from .budget import Budget
 from .features import MySQLFeatures
+from .rows import Claim, EnqueueRow, by_message_id
+from .statements import marks
+from .statements.common import REPLACED_COLUMNS, RESET_ON_REPLACE
+from .statements.mysql import MySQLStatements
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -62,7 +56,7 @@ class MySQLBackend(Backend):
     """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
 
     features = MySQLFeatures
-    now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
+    sql = MySQLStatements
 
     def budget(self) -> Budget:
         """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""
@@ -260,12 +254,6 @@ class MySQLBackend(Backend):
             if held:
                 cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
         return held
-
-    def _on_key(self, key: dict[str, Any]) -> str:
-        return "ON DUPLICATE KEY UPDATE"
-
-    def _added(self, table: str, column: str) -> str:
-        return f"{self.quote(column)} + VALUES({self.quote(column)})"
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         table = self.quote(rows.model._meta.db_table)

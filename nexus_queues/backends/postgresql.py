@@ -16,9 +16,11 @@ from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
 from ..status import Status
 from . import ddl
-from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, MergeCounts, StagedRow, lock_key
+from .base import CLAIM_STATEMENTS, Backend, lock_key
 from .cursors import copy_rows, prepared_cursor
 from .features import PostgresFeatures
+from .rows import STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow
+from .statements.postgresql import PostgresStatements
 from .transports import Listener, NotifyListener
 
 if TYPE_CHECKING:
@@ -64,13 +66,7 @@ class PostgresBackend(Backend):
     """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
 
     features = PostgresFeatures
-    json_from_text = "{}::jsonb"
-    # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
-    claimed_ids = "id = ANY(ARRAY({pick}))"
-    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
-    # subquery locks them in id order, as update_status does, so the two never wait on each other.
-    held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
-    now_sql = "SELECT statement_timestamp()"  # CURRENT_TIMESTAMP stands still in a transaction
+    sql = PostgresStatements
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:

@@ -13,6 +13,7 @@ from django.apps import apps
 from .base import Backend
 from .budget import Budget
 from .features import SQLiteFeatures
+from .statements.sqlite import SQLiteStatements
 
 try:
     import fcntl
@@ -24,7 +25,7 @@ class SQLiteBackend(Backend):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
 
     features = SQLiteFeatures
-    now_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"  # CURRENT_TIMESTAMP has whole seconds only
+    sql = SQLiteStatements
 
     def database(self) -> str:
         return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
