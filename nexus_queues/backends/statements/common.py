@@ -37,7 +37,8 @@ RESET_ON_REPLACE = (
 )
 """The columns a new version resets, and their values."""
 _FROM_EXCLUDED = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
-_LEASED = f"status = '{Status.LEASED}' AND correlation_id = %s"
+LEASED_BY = f"status = '{Status.LEASED}' AND correlation_id = %s"
+"""The condition of a row still leased by a correlation id (param: the correlation id)."""
 
 
 class Statements:
@@ -102,7 +103,7 @@ RETURNING {columns}""",
     CLAIMED_IDS = Statement("Which rows a claim leases, from the ids its pick chose.", "id IN ({pick})")
     LEASED = Statement(
         "The rows of ids still leased by a correlation id (params: ids, correlation id).",
-        f"id IN ({{ids}}) AND {_LEASED}",
+        f"id IN ({{ids}}) AND {LEASED_BY}",
     )
     HELD_IDS = Statement(
         "Which rows a fenced change touches, from the {held} conditions (locked in id order first where it matters).",
