@@ -42,11 +42,9 @@ class SQLiteBackend(Backend):
         return not self.connection.is_in_memory_db()  # type: ignore[attr-defined]
 
     def take_write_lock(self) -> None:
-        # A deferred transaction that reads first deadlocks with another reader when both upgrade
-        # to write ("database is locked" at once); a write that matches nothing takes the lock now.
         table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
         with self.cursor() as cursor:
-            cursor.execute(f"UPDATE {table} SET queue = queue WHERE 1 = 0")
+            cursor.execute(self.sql.TAKE_WRITE_LOCK.format(table=table))
 
     @contextmanager
     def hold(self, name: str) -> Iterator[None]:
