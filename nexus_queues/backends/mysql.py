@@ -12,10 +12,11 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import Backend, chunks, lock_key
+from .base import Backend
 from .budget import Budget
 from .features import MySQLFeatures
 from .rows import Claim, EnqueueRow, by_message_id
+from .session import chunks, lock_key
 from .statements import marks
 from .statements.mysql import MySQLStatements
 

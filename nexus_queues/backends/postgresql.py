@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
-from .base import CLAIM_STATEMENTS, Backend, lock_key
+from .base import CLAIM_STATEMENTS, Backend
 from .cursors import copy_rows, prepared_cursor
 from .features import PostgresFeatures
 from .rows import STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow
+from .session import lock_key
 from .statements.postgresql import PostgresStatements
 from .transports import Listener, NotifyListener
 
