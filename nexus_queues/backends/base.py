@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..models import JobRun, QueueItem
 
 CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
+INSERT_ONE_STATEMENTS: dict[tuple[Any, ...], str] = {}  # by (statements, model, columns, VALUES)
 
 
 class Backend(Session):
@@ -320,8 +321,11 @@ class Backend(Session):
             columns = columns[:-1] + "".join(f", {self.quote(name)}" for name in extra) + ")"
             values = values[:-1] + ", %s" * len(extra) + ")"
             params += list(extra.values())
-        table = self.quote(model._meta.db_table)
-        return self.sql.INSERT.format(table=table, columns=columns, values=values, then=""), params
+        key = (self.sql, model, columns, values)
+        if key not in INSERT_ONE_STATEMENTS:
+            table = self.quote(model._meta.db_table)
+            INSERT_ONE_STATEMENTS[key] = self.sql.INSERT.format(table=table, columns=columns, values=values, then="")
+        return INSERT_ONE_STATEMENTS[key], params
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         return self.sql.LEASED.format(ids=marks(ids)), [*ids, correlation_id]

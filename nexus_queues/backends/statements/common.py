@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...status import Status
@@ -11,14 +11,15 @@ from ...status import Status
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """A statement, or a part of one, and what it does; its text's ``{fields}`` are filled by :meth:`format`."""
+    """A statement, or a part of one, and what it does; its text's ``{fields}`` are filled by :attr:`format`."""
 
     description: str
     text: str
+    format: Callable[..., str] = field(init=False, repr=False, compare=False)
+    """The text with its fields filled: the text's own ``str.format``, as fast as an f-string on hot paths."""
 
-    def format(self, *args: Any, **fields: Any) -> str:
-        """The text with its fields filled."""
-        return self.text.format(*args, **fields)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "format", self.text.format)
 
 
 def marks(values: Sequence[Any]) -> str:
