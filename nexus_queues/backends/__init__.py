@@ -1,7 +1,7 @@
 """The one place that knows how PostgreSQL, MariaDB/MySQL and SQLite differ, like Django's own backends.
 
 Everything else asks :func:`backend_for` for a :class:`~.base.Backend` and calls its methods; its
-capability flags say what each engine can do in one statement.
+``features`` say what the engine can do (:mod:`.features`), its ``sql`` how it says it (:mod:`.statements`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from ..exceptions import ConfigurationError
 from .base import Backend
 from .mysql import MySQLBackend
 from .postgresql import PostgresBackend
-from .rows import Claim, EnqueueRow, MergeCounts, StagedRow
+from .rows import Claim, EnqueueRow
 from .sqlite import SQLiteBackend
 from .transports import Listener
 
-__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "MergeCounts", "StagedRow", "backend_for"]
+__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "backend_for"]
 
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": PostgresBackend, "mysql": MySQLBackend, "sqlite": SQLiteBackend}
 
