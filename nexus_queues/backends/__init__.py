@@ -1,7 +1,7 @@
 """The one place that knows how PostgreSQL, MariaDB/MySQL and SQLite differ, like Django's own backends.
 
 Everything else asks :func:`backend_for` for a :class:`~.base.Backend` and calls its methods; its
-capability flags say what each engine can do in one statement.
+``features`` say what the engine can do (:mod:`.features`), its ``sql`` how it says it (:mod:`.statements`).
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 from django.db import connections
 
 from ..exceptions import ConfigurationError
-from .base import Backend, Claim, EnqueueRow
+from .base import Backend
 from .mysql import MySQLBackend
 from .postgresql import PostgresBackend
+from .rows import Claim, EnqueueRow
 from .sqlite import SQLiteBackend
 from .transports import Listener
 

@@ -1,202 +1,34 @@
-"""SQL that works on every engine, and the capability flags the engines' backends set."""
+"""The operations every engine runs alike (enqueue, lease, fenced changes, counters, staged merges); each engine's
+backend overrides what it does better."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
 from functools import partial
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from django.apps import apps
-from django.db import DatabaseError, models, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import models, transaction
 from django.db.models import Q, QuerySet
 
-from ..changes import Change, Column
+from ..changes import Change
 from ..conf import settings
 from ..quarantine import read_around
-from ..status import Status
-from . import hydration, transports
-from .budget import UNLIMITED, Budget
-from .transports import Listener
+from . import hydration
+from .rows import INSERT_COLUMNS, STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow, by_message_id
+from .session import Session
+from .statements import marks
 
 if TYPE_CHECKING:
     from ..models import JobRun, QueueItem
 
-
-class EnqueueRow(NamedTuple):
-    """The columns every enqueue writes, in this order; the rest take their database defaults."""
-
-    message_id: str | None
-    message: str
-    message_hash: str
-    headers: str
-    status: str | None
-    """None: the queue's default status when the row is written."""
-    process_at: datetime | None
-    expires_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
-
-
-class StagedRow(NamedTuple):
-    """One staged row, in the staging table's column order: a message to enqueue, or a reject."""
-
-    token: int
-    position: int
-    """Orders the rows of one merge; the last of several rows with one message id wins."""
-    message_id: str | None
-    message: str | None
-    message_hash: str | None
-    headers: str | None
-    status: str | None
-    process_at: datetime | None
-    expires_at: datetime | None
-    reject: str | None
-    """Why the row was rejected (JSON), or None for a message."""
-
-
-STAGED_COLUMNS = StagedRow._fields
-
-
-@dataclass(frozen=True)
-class MergeCounts:
-    """What a merge did with the staged messages (rejects are counted by their writer)."""
-
-    new: int = 0
-    """Messages whose id the queue did not hold (every message of a queue without identity)."""
-    changed: int = 0
-    """Messages that replaced a stored one of the same id with other JSON."""
-    unchanged: int = 0
-    """Messages whose id and JSON the queue already held: discarded on idempotent queues, stored again otherwise."""
-    scheduled: int = 0
-    """Messages stored Sleeping until their ``process_at``."""
-    superseded: int = 0
-    """Messages that a later one with the same id, staged in the same merge, replaced before they were stored."""
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A lease to make: up to ``count`` Pending rows of ``model`` until ``lease_until``, under ``correlation_id``."""
-
-    model: type[QueueItem]
-    count: int
-    now: datetime
-    lease_until: datetime
-    correlation_id: str
-
-
-INSERT_COLUMNS = EnqueueRow._fields
-STATUS_INDEX = INSERT_COLUMNS.index("status")
-
-# A new version of a message with identity replaces the stored one: these columns change.
-REPLACED_COLUMNS = ("message", "headers", "status", "process_at", "expires_at", "updated_at")
-RESET_ON_REPLACE = (
-    ("attempts", "0"),
-    ("lease_expires_at", "NULL"),
-    ("error_type", "''"),
-    ("error_message", "''"),
-    ("error_traceback", "''"),
-)
-
-# Claim up to N Pending, unexpired rows in FIFO order and lease them, in one statement.
-CLAIM_SQL = """
-UPDATE {table} SET status = 'Leased', lease_expires_at = %s, correlation_id = %s,
-       attempts = attempts + 1, updated_at = %s
- WHERE {claimed_ids}
-RETURNING {columns}"""
-PICK_SQL = """SELECT id FROM {table} WHERE status = 'Pending' AND (expires_at IS NULL OR expires_at > %s)
-               ORDER BY {order} LIMIT %s {lock}"""
-
-# Staged messages, the last staged of each message id only (rejects left out).
-NEWEST_STAGED_SQL = """SELECT * FROM (
-  SELECT message_id, message, message_hash, headers, status, process_at, expires_at, position,
-         ROW_NUMBER() OVER (PARTITION BY message_id ORDER BY position DESC) AS nexus_rank,
-         COUNT(*) OVER () AS staged_count
-    FROM {staging} WHERE token IN ({tokens}) AND reject IS NULL) ranked
- WHERE nexus_rank = 1"""
-# How many staged messages are new, unchanged and scheduled (when {written}), and how many were staged.
-STAGED_COUNTS_SQL = """SELECT COUNT(*),
-       SUM(CASE WHEN q.id IS NULL THEN 1 ELSE 0 END),
-       SUM(CASE WHEN q.message_hash = s.message_hash THEN 1 ELSE 0 END),
-       SUM(CASE WHEN s.process_at IS NOT NULL AND ({written}) THEN 1 ELSE 0 END),
-       MAX(s.staged_count)
-  FROM ({newest}) s LEFT JOIN {queue} q ON q.message_id = s.message_id"""
-# The staged messages that are {written}, inserted in position order, replacing stored rows by message id
-# (params: default status, now, now, tokens). A derived table, so that the upsert clause's names are the queue's.
-MERGE_STAGED_SQL = """INSERT INTO {queue} {columns}
-SELECT message_id, message, message_hash, headers, status, process_at, expires_at, created_at, updated_at FROM (
-  SELECT s.message_id, {message} AS message, s.message_hash, {headers} AS headers, COALESCE(s.status, %s) AS status,
-         s.process_at,
-         s.expires_at, %s AS created_at, %s AS updated_at, s.position
-    FROM ({newest}) s LEFT JOIN {queue} q ON q.message_id = s.message_id
-   WHERE {written}) incoming
- WHERE 1 = 1 ORDER BY position
-{upsert}"""
-APPEND_STAGED_SQL = """INSERT INTO {queue} {columns}
-SELECT message_id, {message}, message_hash, {headers}, COALESCE(status, %s), process_at, expires_at, %s, %s
-  FROM {staging} WHERE token IN ({tokens}) AND reject IS NULL ORDER BY position"""
-
-_QUOTED_COLUMNS: dict[tuple[str, bool], str] = {}
-_DEFAULT_STATUS_SQL: dict[str, str] = {}
 CLAIM_STATEMENTS: dict[tuple[Any, type[Any]], str] = {}  # by (vendor, queue model) and (claim, run model)
+INSERT_ONE_STATEMENTS: dict[tuple[Any, ...], str] = {}  # by (statements, model, columns, VALUES)
 
 
-class Backend:
+class Backend(Session):
     """SQL that works on every engine; subclasses override what their engine does better."""
-
-    can_listen: ClassVar[bool] = transports.AVAILABLE
-    """Can idle loops listen for :meth:`notify`? (Everywhere but on platforms without UNIX sockets.)"""
-
-    claim_lock: ClassVar[str] = ""
-    """What does the claim subquery add so that concurrent leases skip each other's rows?"""
-
-    claimed_ids: ClassVar[str] = "id IN ({pick})"
-    """Which rows does a claim lease, from the ids the ``pick`` subquery chose?"""
-
-    json_from_text: ClassVar[str] = "{}"
-    """How does a statement turn a text column into a JSON column's value?"""
-
-    held_ids: ClassVar[str] = "{held}"
-    """Which rows does a fenced change touch, from the ``held`` conditions (locking them in id order first)?"""
-
-    now_sql: ClassVar[str] = "SELECT CURRENT_TIMESTAMP"
-    """Which statement reads the database server's clock, in UTC?"""
-
-    staged_counts_lock: ClassVar[str] = ""
-    """What does a merge's count of staged messages add so that it locks the stored rows it will change?"""
-
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        self.connection = connection
-        self.alias = connection.alias
-
-    def quote(self, name: str) -> str:
-        """A quoted identifier."""
-        return self.connection.ops.quote_name(name)
-
-    def adapt(self, value: datetime | None) -> Any:
-        """A datetime as this engine's driver wants it in raw SQL."""
-        return self.connection.ops.adapt_datetimefield_value(value)
-
-    def cursor(self) -> Any:
-        """A cursor for the statements below (Django's, on the queue's connection)."""
-        return self.connection.cursor()
-
-    def database_now(self) -> datetime:
-        """The database server's clock, aware in UTC: the one clock every host's decisions can share."""
-        with self.cursor() as cursor:
-            cursor.execute(self.now_sql)
-            value = cursor.fetchone()[0]
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-    def budget(self) -> Budget:
-        """What one statement may carry on this connection: batched writes stay within it."""
-        return UNLIMITED
 
     # --- enqueue -------------------------------------------------------------------
 
@@ -225,14 +57,15 @@ class Backend:
         those without a status; with ``return_ids``, return their ids in the order of ``rows``."""
         table = self.quote(model._meta.db_table)
         placeholders = "(" + marks(INSERT_COLUMNS) + ")"
-        returning = " RETURNING id" if return_ids else ""
+        returning = self.sql.RETURNING_IDS.text if return_ids else ""
         adapt = self._memo_adapt()
         ids: list[int] = []
         with self.cursor() as cursor:
             for chunk in self.budget().batches(rows, settings.BATCH_SIZE):
                 values = ", ".join([placeholders] * len(chunk))
                 params = [value for row in chunk for value in self._adapted(row, adapt, default_status)]
-                cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{returning}", params)
+                sql = self.sql.INSERT.format(table=table, columns=self._columns(), values=values, then=returning)
+                cursor.execute(sql, params)
                 if return_ids:
                     # Rows take growing ids in VALUES order; RETURNING may list them in any order.
                     ids += sorted(r[0] for r in cursor.fetchall())
@@ -245,17 +78,12 @@ class Backend:
     ) -> set[str]:
         """Insert or replace rows by message id; return the ids stored (idempotent duplicates are not)."""
         table = self.quote(model._meta.db_table)
-        pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
-        replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
-        guard = unchanged_guard(table, idempotent)
+        replace = self._replace_by_message_id(table, idempotent)
         stored: set[str] = set()
         with self.cursor() as cursor:
             for chunk in self.budget().batches(by_message_id(rows), 1000):
                 values, params = self._values(model, chunk)
-                sql = (
-                    f"INSERT INTO {table} {self._columns()} VALUES {values} ON CONFLICT (message_id) "
-                    f"DO UPDATE SET {replaced}{guard} RETURNING message_id"
-                )
+                sql = self.sql.UPSERT.format(table=table, columns=self._columns(), values=values, replace=replace)
                 stored.update(r[0] for r in self._written(cursor, sql, params, model, notify))
         return stored
 
@@ -271,48 +99,9 @@ class Backend:
         """The queue's current default enqueue status."""
         options = model.message_class.queue_options
         with self.cursor() as cursor:
-            cursor.execute(f"SELECT {self._default_status_sql()}", [options.queue, options.default_status])
+            sql = self.sql.READ_DEFAULT_STATUS.format(default_status=self._default_status_sql())
+            cursor.execute(sql, [options.queue, options.default_status])
             return str(cursor.fetchone()[0])
-
-    def notify(self, queue: str, cursor: Any = None) -> None:
-        """Wake the idle loops of ``queue`` when this transaction commits: by default those on this host."""
-        if transports.AVAILABLE:
-            database = self.database()
-            transaction.on_commit(lambda: transports.wake(database, queue), using=self.alias)
-
-    def listen(self) -> Listener:
-        """A new listener for the wake-ups of :meth:`notify` (only where :attr:`can_listen`): this host's by default."""
-        return transports.LocalListener(self.database())
-
-    def database(self) -> str:
-        """Names the database (not the alias), the same in every process that uses it."""
-        params = self.connection.settings_dict
-        return f"{self.connection.vendor}://{params['HOST']}:{params['PORT']}/{params['NAME']}"
-
-    def shared_between_processes(self) -> bool:
-        """Can other processes open this database? (All but an in-memory SQLite database can.)"""
-        return True
-
-    def take_write_lock(self) -> None:
-        """Make the open transaction take the engine's write lock now, before it reads rows it will change.
-
-        Row locks (``SELECT ... FOR UPDATE``) do this where the engine has them: a no-op by default.
-        """
-
-    @contextmanager
-    def write_transaction(self) -> Iterator[None]:
-        """A transaction that takes the write lock first, for one that reads what it then writes
-        (``update_or_create``): on SQLite two such transactions would otherwise fail "database is locked"."""
-        with transaction.atomic(using=self.alias):
-            self.take_write_lock()
-            yield
-
-    def is_deadlock(self, error: DatabaseError) -> bool:
-        """Did the database roll the transaction back to break a deadlock (so that running it again is safe)?
-
-        SQLite has no row locks: its transactions that write take the write lock first.
-        """
-        return False
 
     def add_counts(self, model: type[models.Model], key: dict[str, Any], amounts: dict[str, Any]) -> None:
         """Add ``amounts`` to the counter columns of ``model``'s row with the unique ``key``, made at zero if
@@ -321,16 +110,11 @@ class Backend:
         columns = [*key, *amounts]
         names = ", ".join(self.quote(c) for c in columns)
         values = [self._db_value(model, c, v) for c, v in (*key.items(), *amounts.items())]
-        added = ", ".join(f"{self.quote(c)} = {self._added(table, c)}" for c in amounts)
-        sql = f"INSERT INTO {table} ({names}) VALUES ({marks(values)}) {self._on_key(key)} {added}"
+        added = ", ".join(self.sql.ADDED.format(table=table, column=self.quote(c)) for c in amounts)
+        on_key = self.sql.ON_KEY.format(key=", ".join(self.quote(c) for c in key))
+        sql = self.sql.ADD_COUNTS.format(table=table, columns=names, values=marks(values), on_key=on_key, added=added)
         with self.cursor() as cursor:
             cursor.execute(sql, values)
-
-    def _on_key(self, key: dict[str, Any]) -> str:
-        return f"ON CONFLICT ({', '.join(self.quote(c) for c in key)}) DO UPDATE SET"
-
-    def _added(self, table: str, column: str) -> str:
-        return f"{table}.{self.quote(column)} + excluded.{self.quote(column)}"
 
     def _db_value(self, model: type[models.Model], column: str, value: Any) -> Any:
         field = model._meta.get_field(column)
@@ -382,9 +166,10 @@ class Backend:
         if key not in CLAIM_STATEMENTS:
             columns = ", ".join(self.quote(str(f.column)) for f in model._meta.concrete_fields)
             table = self.quote(model._meta.db_table)
-            pick = PICK_SQL.format(table=table, order=self._order(model), lock=self.claim_lock)
-            claimed_ids = self.claimed_ids.format(pick=pick)
-            CLAIM_STATEMENTS[key] = CLAIM_SQL.format(table=table, claimed_ids=claimed_ids, columns=columns)
+            lock = self.sql.SKIP_LOCKED.text if self.features.has_skip_locked else ""
+            pick = self.sql.PICK.format(table=table, order=self._order(model), lock=lock)
+            claimed_ids = self.sql.CLAIMED_IDS.format(pick=pick)
+            CLAIM_STATEMENTS[key] = self.sql.CLAIM.format(table=table, claimed_ids=claimed_ids, columns=columns)
         now = self.adapt(claim.now)
         params = [self.adapt(claim.lease_until), claim.correlation_id, now, now, claim.count]
         return CLAIM_STATEMENTS[key], params
@@ -405,7 +190,8 @@ class Backend:
         assignments, params = self._set(change)
         where, where_params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(f"UPDATE {table} SET {assignments} WHERE {where} RETURNING id", [*params, *where_params])
+            sql = self.sql.UPDATE_HELD.format(table=table, assignments=assignments, where=where)
+            cursor.execute(sql, [*params, *where_params])
             return [r[0] for r in cursor.fetchall()]
 
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
@@ -413,7 +199,7 @@ class Backend:
         table = self.quote(model._meta.db_table)
         where, params = self._held(table, ids, correlation_id)
         with self.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {table} WHERE {where} RETURNING id", params)
+            cursor.execute(self.sql.DELETE_HELD.format(table=table, where=where), params)
             return [r[0] for r in cursor.fetchall()]
 
     # --- staging tables (bulk syncs) -------------------------------------------------
@@ -425,21 +211,19 @@ class Backend:
         """Write ``rows`` into staging table ``table`` in batched multi-row statements (in a transaction)."""
         adapt = self._memo_adapt()
         placeholders = "(" + marks(STAGED_COLUMNS) + ")"
-        columns = ", ".join(STAGED_COLUMNS)
+        columns = "(" + ", ".join(STAGED_COLUMNS) + ")"
         with self.cursor() as cursor:
             for chunk in self.budget().batches(rows, settings.BATCH_SIZE):
                 params = [adapt(value) for row in chunk for value in row]
                 values = ", ".join([placeholders] * len(chunk))
-                cursor.execute(f"INSERT INTO {self.quote(table)} ({columns}) VALUES {values}", params)
+                sql = self.sql.INSERT.format(table=self.quote(table), columns=columns, values=values, then="")
+                cursor.execute(sql, params)
 
     def staged_rejects(self, table: str, tokens: Sequence[int]) -> Iterator[str]:
         """The rejects staged under ``tokens``, in position order."""
         with self.cursor() as cursor:
-            cursor.execute(
-                f"SELECT reject FROM {self.quote(table)} WHERE token IN ({marks(tokens)}) "
-                "AND reject IS NOT NULL ORDER BY position",
-                list(tokens),
-            )
+            sql = self.sql.STAGED_REJECTS.format(staging=self.quote(table), tokens=marks(tokens))
+            cursor.execute(sql, list(tokens))
             while rows := cursor.fetchmany(1000):
                 yield from (row[0] for row in rows)
 
@@ -456,17 +240,19 @@ class Backend:
         """Upsert the messages staged under ``tokens`` by message id, the last staged of an id winning,
         as :meth:`upsert` does; ``default_status`` for those without a status. Counts what it did."""
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
-        newest = NEWEST_STAGED_SQL.format(staging=staged, tokens=marks(tokens))
-        written = "q.id IS NULL OR q.message_hash <> s.message_hash" if idempotent else "1 = 1"
-        counts = STAGED_COUNTS_SQL.format(newest=newest, queue=queue, written=written) + self.staged_counts_lock
+        newest = self.sql.NEWEST_STAGED.format(staging=staged, tokens=marks(tokens))
+        written = (self.sql.STAGED_WRITTEN if idempotent else self.sql.EVERY).text
+        counts = self.sql.STAGED_COUNTS.format(newest=newest, queue=queue, written=written)
+        if self.features.locks_rows_before_merge:
+            counts += self.sql.FOR_UPDATE.text
         with self.patient_row_locks(), self.cursor() as cursor:
             cursor.execute(counts, list(tokens))
             total, new, unchanged, scheduled, staged_count = (int(n or 0) for n in cursor.fetchone())
-            insert = MERGE_STAGED_SQL.format(
+            insert = self.sql.MERGE_STAGED.format(
                 queue=queue,
                 columns=self._columns(),
-                message=self.json_from_text.format("s.message"),
-                headers=self.json_from_text.format("s.headers"),
+                message=self.sql.JSON_FROM_TEXT.format("s.message"),
+                headers=self.sql.JSON_FROM_TEXT.format("s.headers"),
                 newest=newest,
                 written=written,
                 upsert=self._staged_upsert(queue, idempotent=idempotent),
@@ -481,17 +267,14 @@ class Backend:
         """Insert the messages staged under ``tokens`` (a queue without identity) in position order."""
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
         with self.cursor() as cursor:
-            cursor.execute(
-                f"SELECT COUNT(*), COUNT(process_at) FROM {staged} WHERE token IN ({marks(tokens)}) AND reject IS NULL",
-                list(tokens),
-            )
+            cursor.execute(self.sql.COUNT_STAGED.format(staging=staged, tokens=marks(tokens)), list(tokens))
             new, scheduled = cursor.fetchone()
             cursor.execute(
-                APPEND_STAGED_SQL.format(
+                self.sql.APPEND_STAGED.format(
                     queue=queue,
                     columns=self._columns(),
-                    message=self.json_from_text.format("message"),
-                    headers=self.json_from_text.format("headers"),
+                    message=self.sql.JSON_FROM_TEXT.format("message"),
+                    headers=self.sql.JSON_FROM_TEXT.format("headers"),
                     staging=staged,
                     tokens=marks(tokens),
                 ),
@@ -502,9 +285,13 @@ class Backend:
     def _staged_upsert(self, queue: str, *, idempotent: bool) -> str:
         """The clause that makes an insert of staged rows replace the stored rows of their message ids; on an
         idempotent queue only those whose stored hash differs, as :meth:`upsert` does."""
-        pairs = [(c, f"excluded.{c}") for c in (*REPLACED_COLUMNS, "message_hash")] + list(RESET_ON_REPLACE)
-        replaced = ", ".join(f"{column} = {value}" for column, value in pairs)
-        return f"ON CONFLICT (message_id) DO UPDATE SET {replaced}{unchanged_guard(queue, idempotent)}"
+        return self._replace_by_message_id(queue, idempotent)
+
+    def _replace_by_message_id(self, queue: str, idempotent: bool) -> str:
+        """The clause that makes an insert replace the stored rows of its message ids (only those whose
+        stored hash differs on an idempotent queue)."""
+        guard = self.sql.UNCHANGED_GUARD.format(queue=queue) if idempotent else ""
+        return self.sql.REPLACE_BY_MESSAGE_ID.format(guard=guard)
 
     # --- merges into one queue take turns --------------------------------------------
 
@@ -512,22 +299,6 @@ class Backend:
         """A transaction in which the merges into queue table ``table`` take turns; ``on_wait()`` is called
         before waiting for another one to finish. Here the write lock, taken first, is the turn (SQLite)."""
         return self.write_transaction()
-
-    # --- locks a live process holds ---------------------------------------------------
-
-    def hold(self, name: str) -> AbstractContextManager[None]:
-        """Hold lock ``name`` (taken at once; no one else uses it) until the block ends or this process dies.
-
-        Where the engine has none, nothing: :meth:`held` then says every lock is held."""
-        return nullcontext()
-
-    def held(self, names: Collection[str]) -> set[str]:
-        """Those of locks ``names`` that a live process holds (a dead one's connection released its own)."""
-        return set(names)
-
-    def patient_row_locks(self) -> AbstractContextManager[None]:
-        """Statements run within wait for row locks as long as their holders keep them (nothing by default)."""
-        return nullcontext()
 
     # --- migration DDL ---------------------------------------------------------------
 
@@ -541,52 +312,6 @@ class Backend:
 
     # --- helpers ---------------------------------------------------------------------
 
-    def _set(self, change: Change) -> tuple[str, list[Any]]:
-        """``change`` as the assignments of ``UPDATE ... SET`` and their parameters."""
-        assignments, params = [], []
-        for column, value in change.values:
-            if isinstance(value, Column):
-                assignments.append(f"{self.quote(column)} = {self.quote(value.name)}")
-            else:
-                assignments.append(f"{self.quote(column)} = %s")
-                params.append(self.adapt(value) if isinstance(value, datetime) else value)
-        return ", ".join(assignments), params
-
-    def _default_status_sql(self) -> str:
-        """The queue's stored default status, or the class's (params: queue name, class default)."""
-        vendor = self.connection.vendor
-        if vendor not in _DEFAULT_STATUS_SQL:
-            table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
-            _DEFAULT_STATUS_SQL[vendor] = f"COALESCE((SELECT default_status FROM {table} WHERE queue = %s), %s)"
-        return _DEFAULT_STATUS_SQL[vendor]
-
-    def _columns(self, with_id: bool = False) -> str:
-        key = (self.connection.vendor, with_id)
-        if key not in _QUOTED_COLUMNS:
-            names = ("id", *INSERT_COLUMNS) if with_id else INSERT_COLUMNS
-            _QUOTED_COLUMNS[key] = "(" + ", ".join(self.quote(c) for c in names) + ")"
-        return _QUOTED_COLUMNS[key]
-
-    def _memo_adapt(self) -> Any:
-        """``adapt`` for one call's values: the rows of a batch share their datetimes, adapted once."""
-        done: dict[datetime, Any] = {}
-
-        def adapt(value: Any) -> Any:
-            if not isinstance(value, datetime):
-                return value
-            if value not in done:
-                done[value] = self.adapt(value)
-            return done[value]
-
-        return adapt
-
-    def _adapted(self, row: EnqueueRow, adapt: Any, default_status: str | None) -> list[Any]:
-        """The row's values for the driver, ``default_status`` if it has no status."""
-        values = [adapt(value) for value in row]
-        if row.status is None:
-            values[STATUS_INDEX] = default_status
-        return values
-
     def _insert_one_sql(
         self, model: type[QueueItem], row: EnqueueRow, extra: Mapping[str, Any] | None
     ) -> tuple[str, list[Any]]:
@@ -596,55 +321,15 @@ class Backend:
             columns = columns[:-1] + "".join(f", {self.quote(name)}" for name in extra) + ")"
             values = values[:-1] + ", %s" * len(extra) + ")"
             params += list(extra.values())
-        return f"INSERT INTO {self.quote(model._meta.db_table)} {columns} VALUES {values}", params
-
-    def _values(self, model: type[QueueItem], rows: Sequence[EnqueueRow]) -> tuple[str, list[Any]]:
-        """VALUES tuples for ``rows``; a ``None`` status becomes the default-status subquery."""
-        options = model.message_class.queue_options
-        adapt = self._memo_adapt()
-        tuples, params = [], []
-        for row in rows:
-            slots = ["%s"] * len(INSERT_COLUMNS)
-            values = [adapt(value) for value in row]
-            if row.status is None:
-                slots[STATUS_INDEX] = self._default_status_sql()
-                values[STATUS_INDEX : STATUS_INDEX + 1] = [options.queue, options.default_status]
-            tuples.append("(" + ", ".join(slots) + ")")
-            params.extend(values)
-        return ", ".join(tuples), params
+        key = (self.sql, model, columns, values)
+        if key not in INSERT_ONE_STATEMENTS:
+            table = self.quote(model._meta.db_table)
+            INSERT_ONE_STATEMENTS[key] = self.sql.INSERT.format(table=table, columns=columns, values=values, then="")
+        return INSERT_ONE_STATEMENTS[key], params
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
-        return f"id IN ({marks(ids)}) AND status = '{Status.LEASED}' AND correlation_id = %s", [*ids, correlation_id]
+        return self.sql.LEASED.format(ids=marks(ids)), [*ids, correlation_id]
 
     def _held(self, table: str, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
         where, params = self._leased_where(ids, correlation_id)
-        return self.held_ids.format(table=table, held=where), params
-
-
-def unchanged_guard(queue: str, idempotent: bool) -> str:
-    """The condition of an upsert's update that leaves a stored row alone when its JSON is the new one's.
-
-    Decided on the stored row as it is when the upsert holds its lock, whatever the statement's snapshot
-    saw: a message another writer stored meanwhile is neither rewritten nor set Pending again, and its
-    lease is left to its worker."""
-    return f" WHERE {queue}.message_hash <> excluded.message_hash" if idempotent else ""
-
-
-def lock_key(name: str) -> int:
-    """A signed 32-bit number for ``name``, the same in every process: the key of a lock named so."""
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big", signed=True)
-
-
-def chunks(rows: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    """``rows`` in slices of ``size``."""
-    return [rows[i : i + size] for i in range(0, len(rows), size)]
-
-
-def marks(values: Sequence[Any]) -> str:
-    """One ``%s`` placeholder per value."""
-    return ", ".join(["%s"] * len(values))
-
-
-def by_message_id(rows: Sequence[EnqueueRow]) -> list[EnqueueRow]:
-    """Rows in message id order: concurrent upserts then lock the ids they share in the same order."""
-    return sorted(rows, key=attrgetter("message_id"))
+        return self.sql.HELD_IDS.format(table=table, held=where), params

@@ -10,6 +10,8 @@ from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections
 from django.db.models import QuerySet
 
+from . import backend_for
+
 MESSAGE = "nexus_queues.message"
 """The member holding the row's message, when asked for."""
 MAX_COLUMNS = 49
@@ -26,7 +28,7 @@ WITH_DEFAULTS_SQL = "CASE WHEN jsonb_typeof({message}) = 'object' THEN %s::jsonb
 
 def writes_json_lines(alias: str) -> bool:
     """Can database ``alias`` write a query's rows as JSON lines?"""
-    return connections[alias].vendor == "postgresql"
+    return backend_for(alias).features.writes_json_lines
 
 
 def json_lines(

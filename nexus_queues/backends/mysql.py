@@ -12,34 +12,17 @@ from django.db.models import F, QuerySet
 
 from ..changes import Change
 from ..status import Status
-from .base import (
-    REPLACED_COLUMNS,
-    RESET_ON_REPLACE,
-    Backend,
-    Claim,
-    EnqueueRow,
-    by_message_id,
-    chunks,
-    lock_key,
-    marks,
-)
+from .base import Backend
 from .budget import Budget
+from .features import MySQLFeatures
+from .rows import Claim, EnqueueRow, by_message_id
+from .session import chunks, lock_key
+from .statements import marks
+from .statements.mysql import MySQLStatements
 
 if TYPE_CHECKING:
     from ..models import QueueItem
 
-# ON DUPLICATE KEY UPDATE: the new version replaces the stored one, or (second form) only if its
-# JSON differs. message_hash last: MySQL assigns left to right, and the guard reads it.
-_NEW = [(c, f"VALUES({c})") for c in REPLACED_COLUMNS] + list(RESET_ON_REPLACE)
-_HASH = "message_hash = VALUES(message_hash)"
-REPLACE = ", ".join([*(f"{c} = {v}" for c, v in _NEW), _HASH])
-REPLACE_CHANGED = ", ".join(
-    [*(f"{c} = IF(message_hash = VALUES(message_hash), {c}, {v})" for c, v in _NEW), _HASH]
-)
-# The same for INSERT ... SELECT from a derived table with the queue's column names: qualified ({queue}).
-REPLACE_CHANGED_IN = ", ".join(
-    [*(f"{c} = IF({{queue}}.message_hash = VALUES(message_hash), {{queue}}.{c}, {v})" for c, v in _NEW), _HASH]
-)
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
 TURN_WAIT = 365 * 24 * 3600
 """Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
@@ -60,11 +43,8 @@ def packet_budget(packet: int) -> Budget:
 class MySQLBackend(Backend):
     """MariaDB/MySQL: SKIP LOCKED claims in a transaction; no UPDATE ... RETURNING."""
 
-    claim_lock = "FOR UPDATE SKIP LOCKED"
-    now_sql = "SELECT UTC_TIMESTAMP(6)"  # CURRENT_TIMESTAMP is in the session's time zone
-    # The merge's row-lock waits happen here, before its INSERT ... SELECT: that statement holds the
-    # table's AUTO-INC lock (innodb_autoinc_lock_mode 1) while it waits, blocking every insert into the queue.
-    staged_counts_lock = " FOR UPDATE"
+    features = MySQLFeatures
+    sql = MySQLStatements
 
     def budget(self) -> Budget:
         """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""
@@ -72,7 +52,7 @@ class MySQLBackend(Backend):
         raw = self.connection.connection
         if raw not in _BUDGETS:
             with self.cursor() as cursor:
-                cursor.execute("SELECT @@SESSION.max_allowed_packet")
+                cursor.execute(self.sql.PACKET.text)
                 _BUDGETS[raw] = packet_budget(int(cursor.fetchone()[0]))
         return _BUDGETS[raw]
 
@@ -106,7 +86,7 @@ class MySQLBackend(Backend):
         if not idempotent:
             with self.cursor() as cursor:
                 for chunk in self.budget().batches(rows, 1000):
-                    self._insert(cursor, model, table, chunk, f" ON DUPLICATE KEY UPDATE {REPLACE}")
+                    self._insert(cursor, model, table, chunk, " " + self.sql.REPLACE.text)
             stored = {_id(row) for row in rows}
         elif len(rows) == 1:
             self.budget().check(rows)
@@ -122,7 +102,7 @@ class MySQLBackend(Backend):
 
     def _upsert_one(self, cursor: Any, model: type[QueueItem], table: str, row: EnqueueRow) -> set[str]:
         """Store one row unless the same JSON is stored under its id; ``{its id}`` if stored."""
-        self._insert(cursor, model, table, [row], f" ON DUPLICATE KEY UPDATE {REPLACE_CHANGED}")
+        self._insert(cursor, model, table, [row], " " + self.sql.REPLACE_CHANGED.text)
         # Affected rows are 2 for a replaced row, and 1 for a new or an unchanged one: only a new one has an id.
         return {_id(row)} if cursor.rowcount == 2 or cursor.lastrowid else set()
 
@@ -145,7 +125,7 @@ class MySQLBackend(Backend):
             raise race  # no stored id explains the duplicate: the column's collation equates two ids
         changed = [row for row in rows if stored_hashes.get(_id(row), row.message_hash) != row.message_hash]
         if changed:
-            self._insert(cursor, model, table, changed, f" ON DUPLICATE KEY UPDATE {REPLACE}")
+            self._insert(cursor, model, table, changed, " " + self.sql.REPLACE.text)
         try:
             if new:
                 self._insert(cursor, model, table, new)
@@ -160,28 +140,27 @@ class MySQLBackend(Backend):
     def _locked_hashes(self, cursor: Any, table: str, rows: Sequence[EnqueueRow]) -> dict[str, str]:
         """The stored hash by message id of those stored, the rows locked (an uncommitted new one waited for)."""
         ids = [row.message_id for row in rows]
-        sql = f"SELECT message_id, message_hash FROM {table} WHERE message_id IN ({marks(ids)}) FOR UPDATE"
-        cursor.execute(sql, ids)
+        cursor.execute(self.sql.LOCKED_HASHES.format(table=table, ids=marks(ids)), ids)
         return dict(cursor.fetchall())
 
     def _insert(
         self, cursor: Any, model: type[QueueItem], table: str, rows: Sequence[EnqueueRow], suffix: str = ""
     ) -> None:
         values, params = self._values(model, rows)
-        cursor.execute(f"INSERT INTO {table} {self._columns()} VALUES {values}{suffix}", params)
+        cursor.execute(self.sql.INSERT.format(table=table, columns=self._columns(), values=values, then=suffix), params)
 
     def _staged_upsert(self, queue: str, *, idempotent: bool) -> str:
-        return f"ON DUPLICATE KEY UPDATE {REPLACE_CHANGED_IN.format(queue=queue) if idempotent else REPLACE}"
+        return self.sql.REPLACE_CHANGED_IN.format(queue=queue) if idempotent else self.sql.REPLACE.text
 
     @contextmanager
     def merge_turn(self, table: str, on_wait: Callable[[], None]) -> Iterator[None]:
-        # GET_LOCK belongs to the connection, not the transaction: released once the transaction ends.
+        # Released once the transaction ends.
         name = self._lock_name(f"merge.{table}")
         with self.cursor() as cursor:
-            cursor.execute("SELECT GET_LOCK(%s, 0)", [name])
+            cursor.execute(self.sql.TRY_LOCK.text, [name])
             if cursor.fetchone()[0] != 1:
                 on_wait()
-                cursor.execute("SELECT GET_LOCK(%s, %s)", [name, TURN_WAIT])
+                cursor.execute(self.sql.WAIT_LOCK.text, [name, TURN_WAIT])
                 if cursor.fetchone()[0] != 1:
                     raise DatabaseError(f"Waited {TURN_WAIT} s for the merge before this one into {table}.")
         try:
@@ -189,28 +168,28 @@ class MySQLBackend(Backend):
                 yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
-                cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+                cursor.execute(self.sql.RELEASE_LOCK.text, [name])
 
     @contextmanager
     def hold(self, name: str) -> Iterator[None]:
         named = self._lock_name(name)
         with self.cursor() as cursor:
-            cursor.execute("SELECT GET_LOCK(%s, 0)", [named])
+            cursor.execute(self.sql.TRY_LOCK.text, [named])
             if cursor.fetchone()[0] != 1:
                 raise DatabaseError(f"Lock {name} is held by another connection.")
         try:
             yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:
-                cursor.execute("SELECT RELEASE_LOCK(%s)", [named])
+                cursor.execute(self.sql.RELEASE_LOCK.text, [named])
 
     def held(self, names: Collection[str]) -> set[str]:
         ordered = list(names)
         if not ordered:
             return set()
         with self.cursor() as cursor:
-            used = ", ".join(["IS_USED_LOCK(%s)"] * len(ordered))
-            cursor.execute(f"SELECT {used}", [self._lock_name(name) for name in ordered])
+            used = ", ".join([self.sql.USED_LOCK.text] * len(ordered))
+            cursor.execute(self.sql.USED_LOCKS.format(used=used), [self._lock_name(name) for name in ordered])
             holders = cursor.fetchone()
         return {name for name, holder in zip(ordered, holders, strict=True) if holder is not None}
 
@@ -221,14 +200,14 @@ class MySQLBackend(Backend):
     @contextmanager
     def patient_row_locks(self) -> Iterator[None]:
         with self.cursor() as cursor:
-            cursor.execute("SELECT @@SESSION.innodb_lock_wait_timeout")
+            cursor.execute(self.sql.LOCK_WAIT.text)
             before = cursor.fetchone()[0]
-            cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [ROW_LOCK_WAIT])
+            cursor.execute(self.sql.SET_LOCK_WAIT.text, [ROW_LOCK_WAIT])
         try:
             yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:
-                cursor.execute("SET SESSION innodb_lock_wait_timeout = %s", [before])
+                cursor.execute(self.sql.SET_LOCK_WAIT.text, [before])
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
         manager = claim.model.objects.using(self.alias)
@@ -252,7 +231,8 @@ class MySQLBackend(Backend):
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                cursor.execute(f"UPDATE {table} SET {assignments} WHERE {_just(held)}", [*params, *held])
+                sql = self.sql.UPDATE_JUST.format(table=table, assignments=assignments, just=self._just(held))
+                cursor.execute(sql, [*params, *held])
         return held
 
     def delete_leased(self, model: type[QueueItem], ids: Sequence[int], correlation_id: str) -> list[int]:
@@ -260,39 +240,27 @@ class MySQLBackend(Backend):
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             held = self._lock_held(cursor, table, ids, correlation_id)
             if held:
-                cursor.execute(f"DELETE FROM {table} WHERE {_just(held)}", held)
+                cursor.execute(self.sql.DELETE_JUST.format(table=table, just=self._just(held)), held)
         return held
-
-    def _on_key(self, key: dict[str, Any]) -> str:
-        return "ON DUPLICATE KEY UPDATE"
-
-    def _added(self, table: str, column: str) -> str:
-        return f"{self.quote(column)} + VALUES({self.quote(column)})"
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         table = self.quote(rows.model._meta.db_table)
         changed = 0
         with transaction.atomic(using=self.alias, savepoint=False), self.cursor() as cursor:
             for chunk in chunks(list(rows.order_by("pk").values_list("pk", flat=True)), 1000):
-                cursor.execute(f"SELECT id FROM {table} WHERE {_just(chunk)} FOR UPDATE", chunk)
+                cursor.execute(self.sql.LOCK_JUST.format(table=table, just=self._just(chunk)), chunk)
                 changed += rows.filter(pk__in=chunk).update(**values)
         return changed
 
+    def _just(self, ids: Sequence[int]) -> str:
+        return self.sql.JUST.format(ids=marks(ids), count=len(ids))
+
     def _lock_held(self, cursor: Any, table: str, ids: Sequence[int], correlation_id: str) -> list[int]:
         """Lock the rows still leased by ``correlation_id``, by primary key in id order; their ids."""
-        # Through the status index InnoDB would lock the index entry before the row: the reverse of
-        # a change that finds its rows by primary key (update_status), and the two deadlock on one row.
         where, params = self._leased_where(ids, correlation_id)
-        limit = f"ORDER BY id LIMIT {len(ids)}"
-        cursor.execute(f"SELECT id FROM {table} FORCE INDEX (PRIMARY) WHERE {where} {limit} FOR UPDATE", params)
+        cursor.execute(self.sql.LOCK_HELD.format(table=table, where=where, count=len(ids)), params)
         return [r[0] for r in cursor.fetchall()]
 
 
 def _id(row: EnqueueRow) -> str:
     return str(row.message_id)
-
-
-def _just(ids: Sequence[int]) -> str:
-    """The rows ``ids`` in id order, and no further (InnoDB reads on to the next row, and waits for
-    it if another transaction holds it: two completions of neighbouring rows would deadlock)."""
-    return f"id IN ({marks(ids)}) ORDER BY id LIMIT {len(ids)}"

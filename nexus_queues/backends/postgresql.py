@@ -14,10 +14,12 @@ from django.utils import timezone
 
 from ..conf import settings
 from ..quarantine import UNREADABLE, quarantine
-from ..status import Status
-from . import ddl
-from .base import CLAIM_STATEMENTS, STAGED_COLUMNS, Backend, Claim, EnqueueRow, MergeCounts, StagedRow, lock_key
+from .base import CLAIM_STATEMENTS, Backend
 from .cursors import copy_rows, prepared_cursor
+from .features import PostgresFeatures
+from .rows import STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow
+from .session import lock_key
+from .statements.postgresql import PostgresStatements
 from .transports import Listener, NotifyListener
 
 if TYPE_CHECKING:
@@ -25,62 +27,17 @@ if TYPE_CHECKING:
 
     from ..models import JobRun, QueueItem
 
-# The staged messages merged in one statement, each staged row read once: the newest of each message id
-# (DISTINCT ON sorts once where ROW_NUMBER and a second pass sorted twice), its stored row looked up once,
-# the written ones upserted in position order, and the counts taken from the same rows
-# (params: tokens, default status, now, now, now, tokens).
-MERGE_STAGED_SQL = """WITH incoming AS MATERIALIZED (
-  SELECT s.*, q.id IS NULL AS is_new, q.message_hash = s.message_hash AS is_same FROM (
-    SELECT DISTINCT ON (message_id) message_id, message, message_hash, headers, status, process_at, expires_at, position
-      FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY message_id, position DESC) s
-    LEFT JOIN {queue} q ON q.message_id = s.message_id),
-written AS (
-  INSERT INTO {queue} {columns}
-  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
-    FROM incoming WHERE {written} ORDER BY position
-  {upsert}
-  {counted})
-SELECT COUNT(*), (SELECT COUNT(*) FILTER (WHERE inserted) FROM written), {unchanged},
-       (SELECT COUNT(process_at) FROM written),
-       (SELECT COUNT(*) FROM {staging} WHERE token = ANY(%s) AND reject IS NULL)
-  FROM incoming"""
-# Counted from the rows the upsert wrote, not from the snapshot it decided in (a row it inserted has
-# its created_at; param: now): another writer may have stored a message meanwhile, which the upsert's
-# guard then leaves alone. Unchanged on an idempotent queue: the messages not written.
-COUNTED_FROM_WRITTEN = "RETURNING created_at = %s AS inserted, process_at"
-UNCHANGED_NOT_WRITTEN = "COUNT(*) - (SELECT COUNT(*) FROM written)"
-UNCHANGED_IN_SNAPSHOT = "COUNT(*) FILTER (WHERE is_same)"
-# Into an empty queue every staged message is new: one plain INSERT in position order, without the sort that
-# finds each id's newest row, the lookup or the upsert. The queue's unique index on message_id refuses an id
-# staged twice or stored meanwhile by another writer; the merge above then runs instead
-# (params: default status, now, now, tokens).
-INSERT_STAGED_SQL = """WITH written AS (
-  INSERT INTO {queue} {columns}
-  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
-    FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY position
-  RETURNING process_at)
-SELECT COUNT(*), COUNT(process_at) FROM written"""
 MERGE_LOCK_SPACE = 0x6E710001
 """The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
 HELD_LOCK_SPACE = 0x6E710002
 """The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
-HELD_SQL = """SELECT objid::bigint FROM pg_locks
- WHERE locktype = 'advisory' AND granted AND classid = %s AND objsubid = 2 AND objid::bigint = ANY(%s)
-   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
 
 
 class PostgresBackend(Backend):
     """PostgreSQL: COPY for bulk enqueue, SKIP LOCKED claims, LISTEN/NOTIFY wake-ups."""
 
-    can_listen = True  # LISTEN/NOTIFY: wake-ups from every host
-    claim_lock = "FOR UPDATE SKIP LOCKED"
-    json_from_text = "{}::jsonb"
-    # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
-    claimed_ids = "id = ANY(ARRAY({pick}))"
-    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
-    # subquery locks them in id order, as update_status does, so the two never wait on each other.
-    held_ids = "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))"
-    now_sql = "SELECT statement_timestamp()"  # CURRENT_TIMESTAMP stands still in a transaction
+    features = PostgresFeatures
+    sql = PostgresStatements
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
@@ -112,17 +69,14 @@ class PostgresBackend(Backend):
 
         with self.cursor() as cursor:
             ids = self._next_ids(cursor, table, len(rows)) if return_ids else None
-            copy_rows(cursor, f"COPY {table} {self._columns(with_id=return_ids)} FROM STDIN", write)
+            copy_rows(cursor, self.sql.COPY.format(table=table, columns=self._columns(with_id=return_ids)), write)
             if notify:
                 self.notify(model.message_class.queue_name(), cursor)
         return ids
 
     def _next_ids(self, cursor: Any, table: str, count: int) -> tuple[int, ...]:
         """``count`` new ids from the table's id sequence, growing."""
-        # The sequence's name in FROM, so that it is looked up once rather than once per id.
-        cursor.execute(
-            "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)", [table, count]
-        )
+        cursor.execute(self.sql.NEXT_IDS.text, [table, count])
         return tuple(sorted(r[0] for r in cursor.fetchall()))
 
     def insert_one(
@@ -130,7 +84,7 @@ class PostgresBackend(Backend):
     ) -> int:
         sql, params = self._insert_one_sql(model, row, extra)
         with self.cursor() as cursor:
-            return int(self._written(cursor, sql + " RETURNING id", params, model, notify)[0][0])
+            return int(self._written(cursor, sql + self.sql.RETURNING_IDS.text, params, model, notify)[0][0])
 
     def claim(self, claim: Claim, run: JobRun | None = None) -> list[QueueItem]:
         try:
@@ -156,11 +110,9 @@ class PostgresBackend(Backend):
         if key not in CLAIM_STATEMENTS:
             columns = ", ".join(self.quote(str(f.column)) for f in fields)
             values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
-            CLAIM_STATEMENTS[key] = (
-                f"WITH claimed AS ({claim_sql}), "
-                f"run AS (INSERT INTO {self.quote(run._meta.db_table)} ({columns}) "
-                f"SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
-                "SELECT claimed.*, (SELECT id FROM run) FROM claimed"
+            runs = self.quote(run._meta.db_table)
+            CLAIM_STATEMENTS[key] = self.sql.CLAIM_RECORDING.format(
+                claim=claim_sql, runs=runs, columns=columns, values=values
             )
         with self.cursor() as cursor:
             cursor.execute(CLAIM_STATEMENTS[key], params)
@@ -189,9 +141,8 @@ class PostgresBackend(Backend):
         return items
 
     def after_staging_created(self, table: str) -> None:
-        # Staged rows are merged within minutes or thrown away: not worth the write-ahead log.
         with self.cursor() as cursor:
-            cursor.execute(f"ALTER TABLE {self.quote(table)} SET UNLOGGED")
+            cursor.execute(self.sql.SET_UNLOGGED.format(table=self.quote(table)))
 
     def stage_rows(self, table: str, rows: Sequence[StagedRow]) -> None:
         adapt = self._memo_adapt()
@@ -201,7 +152,8 @@ class PostgresBackend(Backend):
                 copy.write_row([adapt(value) for value in row])
 
         with self.cursor() as cursor:
-            copy_rows(cursor, f"COPY {self.quote(table)} ({', '.join(STAGED_COLUMNS)}) FROM STDIN", write)
+            columns = "(" + ", ".join(STAGED_COLUMNS) + ")"
+            copy_rows(cursor, self.sql.COPY.format(table=self.quote(table), columns=columns), write)
 
     def merge_staged(
         self,
@@ -217,14 +169,13 @@ class PostgresBackend(Backend):
         inserted = self._insert_staged_if_empty(queue, table, tokens, default_status, now)
         if inserted is not None:
             return inserted
-        merge = MERGE_STAGED_SQL.format(
+        merge = self.sql.MERGE_STAGED.format(
             staging=self.quote(table),
             queue=queue,
             columns=self._columns(),
-            written="is_new OR NOT is_same" if idempotent else "TRUE",
+            written=(self.sql.STAGED_WRITTEN if idempotent else self.sql.EVERY).text,
             upsert=self._staged_upsert(queue, idempotent=idempotent),
-            counted=COUNTED_FROM_WRITTEN,
-            unchanged=UNCHANGED_NOT_WRITTEN if idempotent else UNCHANGED_IN_SNAPSHOT,
+            unchanged=(self.sql.UNCHANGED_NOT_WRITTEN if idempotent else self.sql.UNCHANGED_IN_SNAPSHOT).text,
         )
         at = self.adapt(now)
         with self.cursor() as cursor:
@@ -235,12 +186,12 @@ class PostgresBackend(Backend):
     def _insert_staged_if_empty(
         self, queue: str, table: str, tokens: Sequence[int], default_status: str, now: datetime
     ) -> MergeCounts | None:
-        """The counts of :data:`INSERT_STAGED_SQL` when ``queue`` is empty and it stores every staged message;
+        """The counts of the ``INSERT_STAGED`` statement when ``queue`` is empty and it stores every staged message;
         None, and nothing written, when the queue holds a row or an id repeats."""
-        insert = INSERT_STAGED_SQL.format(queue=queue, columns=self._columns(), staging=self.quote(table))
+        insert = self.sql.INSERT_STAGED.format(queue=queue, columns=self._columns(), staging=self.quote(table))
         at = self.adapt(now)
         with self.cursor() as cursor:
-            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {queue})")
+            cursor.execute(self.sql.ANY_ROW.format(table=queue))
             if cursor.fetchone()[0]:
                 return None
             try:
@@ -257,27 +208,27 @@ class PostgresBackend(Backend):
         key = [MERGE_LOCK_SPACE, lock_key(table)]
         with transaction.atomic(using=self.alias):
             with self.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
+                cursor.execute(self.sql.TRY_TURN.text, key)
                 if not cursor.fetchone()[0]:
                     on_wait()
-                    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+                    cursor.execute(self.sql.WAIT_TURN.text, key)
             yield
 
     @contextmanager
     def hold(self, name: str) -> Iterator[None]:
         key = [HELD_LOCK_SPACE, lock_key(name)]
         with self.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+            cursor.execute(self.sql.HOLD.text, key)
         try:
             yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+                cursor.execute(self.sql.RELEASE.text, key)
 
     def held(self, names: Collection[str]) -> set[str]:
         by_key = {lock_key(name) & 0xFFFFFFFF: name for name in names}  # pg_locks shows the key as an oid
         with self.cursor() as cursor:
-            cursor.execute(HELD_SQL, [HELD_LOCK_SPACE, list(by_key)])
+            cursor.execute(self.sql.HELD_LOCKS.text, [HELD_LOCK_SPACE, list(by_key)])
             return {by_key[row[0]] for row in cursor.fetchall()}
 
     def is_deadlock(self, error: DatabaseError) -> bool:
@@ -289,23 +240,22 @@ class PostgresBackend(Backend):
             sql, params = rows.order_by("pk").values("pk").query.get_compiler(using=self.alias).as_sql()
         except EmptyResultSet:  # a filter Django knows matches nothing (pk__in=[])
             return 0
-        locked = RawSQL(f"{sql} FOR UPDATE", params)
+        locked = RawSQL(self.sql.LOCK_SELECTED.format(select=sql), params)
         return rows.model._default_manager.using(self.alias).filter(pk__in=locked).update(**values)
 
     def _leased_where(self, ids: Sequence[int], correlation_id: str) -> tuple[str, list[Any]]:
-        # One statement text whatever the batch size, so psycopg prepares it once.
-        return f"id = ANY(%s) AND status = '{Status.LEASED}' AND correlation_id = %s", [list(ids), correlation_id]
+        return self.sql.LEASED.text, [list(ids), correlation_id]
 
     def message_search_index_sql(self, table: str, name: str) -> list[str]:
-        return ddl.postgresql_search_index(self.quote, table, name)
+        index = self.sql.SEARCH_INDEX.format(name=self.quote(name), table=self.quote(table))
+        return [self.sql.TRIGRAMS.text, index]
 
     def drop_message_search_index_sql(self, table: str, name: str) -> list[str]:
-        return ddl.postgresql_drop_search_index(self.quote, table, name)
+        return [self.sql.DROP_SEARCH_INDEX.format(name=self.quote(name))]
 
     def _written(self, cursor: Any, sql: str, params: list[Any], model: type[QueueItem], notify: bool) -> list[Any]:
-        # One round trip: the NOTIFY rides in the same statement (PostgreSQL folds repeats).
         if notify:
-            sql = f"WITH written AS ({sql}) SELECT written.*, pg_notify(%s, %s) FROM written"
+            sql = self.sql.NOTIFY_WRITTEN.format(write=sql)
             params = [*params, settings.NOTIFY_CHANNEL, model.message_class.queue_name()]
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -314,7 +264,7 @@ class PostgresBackend(Backend):
         if cursor is None:
             with self.cursor() as own:
                 return self.notify(queue, own)
-        cursor.execute("SELECT pg_notify(%s, %s)", [settings.NOTIFY_CHANNEL, queue])
+        cursor.execute(self.sql.NOTIFY.text, [settings.NOTIFY_CHANNEL, queue])
 
     def listen(self) -> Listener:
         return NotifyListener.connect(self.connection.get_connection_params(), settings.NOTIFY_CHANNEL)

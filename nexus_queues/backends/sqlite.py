@@ -12,6 +12,8 @@ from django.apps import apps
 
 from .base import Backend
 from .budget import Budget
+from .features import SQLiteFeatures
+from .statements.sqlite import SQLiteStatements
 
 try:
     import fcntl
@@ -22,7 +24,8 @@ except ImportError:  # not on Windows: there, held() says every lock is held
 class SQLiteBackend(Backend):
     """SQLite: every write takes the database lock, so one UPDATE ... RETURNING claims safely."""
 
-    now_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"  # CURRENT_TIMESTAMP has whole seconds only
+    features = SQLiteFeatures
+    sql = SQLiteStatements
 
     def database(self) -> str:
         return f"sqlite://{os.path.abspath(self.connection.settings_dict['NAME'])}"
@@ -39,11 +42,9 @@ class SQLiteBackend(Backend):
         return not self.connection.is_in_memory_db()  # type: ignore[attr-defined]
 
     def take_write_lock(self) -> None:
-        # A deferred transaction that reads first deadlocks with another reader when both upgrade
-        # to write ("database is locked" at once); a write that matches nothing takes the lock now.
         table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
         with self.cursor() as cursor:
-            cursor.execute(f"UPDATE {table} SET queue = queue WHERE 1 = 0")
+            cursor.execute(self.sql.TAKE_WRITE_LOCK.format(table=table))
 
     @contextmanager
     def hold(self, name: str) -> Iterator[None]:

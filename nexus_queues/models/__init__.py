@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from .. import updates
+from ..backends import backend_for
 from ..exceptions import ConfigurationError
 from ..fields import MessageField
 from ..status import MAX_STATUS_LENGTH, Status
@@ -144,7 +145,7 @@ class PartialIndex(models.Index):
 
     def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
         index: models.Index = self
-        if schema_editor.connection.features.supports_partial_indexes:
+        if backend_for(schema_editor.connection.alias).features.has_partial_indexes:
             index = models.Index(fields=self.fields, name=self.name, condition=self.where)
         return models.Index.create_sql(index, model, schema_editor, using, **kwargs)
 

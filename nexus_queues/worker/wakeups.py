@@ -24,7 +24,7 @@ class Wakeups:
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
-        self._aliases = [a for a in dict.fromkeys(aliases) if listen and backend_for(a).can_listen]
+        self._aliases = [a for a in dict.fromkeys(aliases) if listen and backend_for(a).features.can_listen]
         self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)

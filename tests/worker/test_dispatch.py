@@ -80,7 +80,7 @@ def test_move_due__moves_only_sleeping_rows():
 
 def test_move_due__wakes_the_queues_workers():
     """Moving due messages wakes the loops that listen for the queue once the move commits."""
-    if not backend_for("default").can_listen:
+    if not backend_for("default").features.can_listen:
         pytest.skip("no wake-up transport on this host")
     enqueue(Greeting(name="x"), at=at(-1))
     wakeups = Wakeups(["default"], listen=True)

@@ -1,0 +1,48 @@
+"""What each engine can do, as Django's ``features``: each flag a class attribute whose docstring is the
+question it answers. How an engine says things is in :mod:`.statements`; what it does, in its backend."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from . import transports
+
+
+class Features:
+    """What an engine can do; a backend's ``features``. The defaults are SQLite's."""
+
+    can_listen: ClassVar[bool] = transports.AVAILABLE
+    """Can idle loops listen for the backend's wake-ups? (Everywhere but on platforms without UNIX sockets.)"""
+
+    has_skip_locked: ClassVar[bool] = False
+    """Can a claim skip the rows that concurrent claims hold (``FOR UPDATE SKIP LOCKED``), rather than wait?"""
+
+    has_partial_indexes: ClassVar[bool] = True
+    """Can an index cover only the rows matching a condition?"""
+
+    writes_json_lines: ClassVar[bool] = False
+    """Can the engine write a query's rows as JSON lines itself (``COPY ... TO STDOUT``), for bulk reads?"""
+
+    locks_rows_before_merge: ClassVar[bool] = False
+    """Must a merge lock the stored rows it will change before it inserts? (An InnoDB INSERT ... SELECT that
+    waits for a row lock holds the table's AUTO-INC lock meanwhile, blocking every insert into the queue.)"""
+
+
+class PostgresFeatures(Features):
+    """PostgreSQL: LISTEN/NOTIFY wake-ups from every host, SKIP LOCKED claims."""
+
+    can_listen = True
+    has_skip_locked = True
+    writes_json_lines = True
+
+
+class MySQLFeatures(Features):
+    """MariaDB/MySQL: SKIP LOCKED claims, no partial indexes, merges that lock rows first."""
+
+    has_skip_locked = True
+    has_partial_indexes = False
+    locks_rows_before_merge = True
+
+
+class SQLiteFeatures(Features):
+    """SQLite: every write takes the database lock, so claims need no row locks."""

@@ -1,0 +1,121 @@
+"""How PostgreSQL says what it says otherwise than the other engines."""
+
+from __future__ import annotations
+
+from .common import LEASED_BY, Statement, Statements
+
+
+class PostgresStatements(Statements):
+    """PostgreSQL's SQL."""
+
+    NOW = Statement(
+        "Read the server's clock as of this statement (CURRENT_TIMESTAMP stands still in a transaction).",
+        "SELECT statement_timestamp()",
+    )
+    JSON_FROM_TEXT = Statement("A text column's value as a jsonb column's.", "{}::jsonb")
+    # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
+    CLAIMED_IDS = Statement(
+        "Which rows a claim leases: the ids its pick chose, as an array.", "id = ANY(ARRAY({pick}))"
+    )
+    # A plain UPDATE locks rows in its plan's order (a bitmap scan's is the heap's); the sorted
+    # subquery locks them in id order, as update_status does, so the two never wait on each other.
+    HELD_IDS = Statement(
+        "Which rows a fenced change touches: those of the {held} conditions, locked in id order first.",
+        "id = ANY(ARRAY(SELECT id FROM {table} WHERE {held} ORDER BY id FOR UPDATE))",
+    )
+    LEASED = Statement(
+        "The rows of ids still leased by a correlation id (params: an array of ids, the correlation id); "
+        "one text whatever the batch size, so that it is prepared once.",
+        f"id = ANY(%s) AND {LEASED_BY}",
+    )
+    NEXT_IDS = Statement(
+        "Take N new ids from a table's id sequence (its name in FROM, so that it is looked up once, not per id).",
+        "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)",
+    )
+    COPY = Statement("Stream rows into a table's columns.", "COPY {table} {columns} FROM STDIN")
+    CLAIM_RECORDING = Statement(
+        "Claim, and insert the run's row if the claim leased anything, in one statement; "
+        "return the leased rows, each with the run's id.",
+        "WITH claimed AS ({claim}), "
+        "run AS (INSERT INTO {runs} ({columns}) "
+        "SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
+        "SELECT claimed.*, (SELECT id FROM run) FROM claimed",
+    )
+    NOTIFY = Statement("Wake the listeners of a channel with a queue's name, at commit.", "SELECT pg_notify(%s, %s)")
+    NOTIFY_WRITTEN = Statement(
+        "Run a write ending in RETURNING and wake the listeners in the same round trip (PostgreSQL folds repeats).",
+        "WITH written AS ({write}) SELECT written.*, pg_notify(%s, %s) FROM written",
+    )
+    LOCK_SELECTED = Statement("Lock the rows a query selects.", "{select} FOR UPDATE")
+    SET_UNLOGGED = Statement(
+        "Keep a table out of the write-ahead log (staged rows are merged within minutes or thrown away).",
+        "ALTER TABLE {table} SET UNLOGGED",
+    )
+    # Counted from the rows the upsert wrote, not from the snapshot it decided in (a row it inserted has
+    # its created_at; param: now): another writer may have stored a message meanwhile, which the upsert's
+    # guard then leaves alone.
+    MERGE_STAGED = Statement(
+        "Merge the staged messages in one statement, each staged row read once: the newest of each message id "
+        "(DISTINCT ON sorts once), its stored row looked up once, the {written} ones upserted in position order, "
+        "and the counts taken from the same rows (params: tokens, default status, now, now, now, tokens).",
+        """WITH incoming AS MATERIALIZED (
+  SELECT s.*, q.id IS NULL AS is_new, q.message_hash = s.message_hash AS is_same FROM (
+    SELECT DISTINCT ON (message_id) message_id, message, message_hash, headers, status, process_at, expires_at, position
+      FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY message_id, position DESC) s
+    LEFT JOIN {queue} q ON q.message_id = s.message_id),
+written AS (
+  INSERT INTO {queue} {columns}
+  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
+    FROM incoming WHERE {written} ORDER BY position
+  {upsert}
+  RETURNING created_at = %s AS inserted, process_at)
+SELECT COUNT(*), (SELECT COUNT(*) FILTER (WHERE inserted) FROM written), {unchanged},
+       (SELECT COUNT(process_at) FROM written),
+       (SELECT COUNT(*) FROM {staging} WHERE token = ANY(%s) AND reject IS NULL)
+  FROM incoming""",
+    )
+    # The queue's unique index on message_id refuses an id staged twice or stored meanwhile by another writer;
+    # the merge above then runs instead.
+    INSERT_STAGED = Statement(
+        "Store the staged messages into an empty queue with one plain INSERT in position order, without the sort "
+        "that finds each id's newest row, the lookup or the upsert (params: default status, now, now, tokens).",
+        """WITH written AS (
+  INSERT INTO {queue} {columns}
+  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
+    FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY position
+  RETURNING process_at)
+SELECT COUNT(*), COUNT(process_at) FROM written""",
+    )
+    ANY_ROW = Statement("Whether a table holds any row.", "SELECT EXISTS (SELECT 1 FROM {table})")
+    STAGED_WRITTEN = Statement(
+        "Which staged messages an idempotent queue writes: those of a new id or other JSON.", "is_new OR NOT is_same"
+    )
+    EVERY = Statement("A condition every row meets.", "TRUE")
+    UNCHANGED_NOT_WRITTEN = Statement(
+        "The merge's unchanged messages on an idempotent queue: those not written.",
+        "COUNT(*) - (SELECT COUNT(*) FROM written)",
+    )
+    UNCHANGED_IN_SNAPSHOT = Statement(
+        "The merge's unchanged messages on a queue that stores them again: those whose JSON it held.",
+        "COUNT(*) FILTER (WHERE is_same)",
+    )
+    TRY_TURN = Statement(
+        "Take a transaction's advisory lock if free; whether it was taken.", "SELECT pg_try_advisory_xact_lock(%s, %s)"
+    )
+    WAIT_TURN = Statement("Wait for a transaction's advisory lock.", "SELECT pg_advisory_xact_lock(%s, %s)")
+    HOLD = Statement("Take a session's advisory lock.", "SELECT pg_advisory_lock(%s, %s)")
+    RELEASE = Statement("Release a session's advisory lock.", "SELECT pg_advisory_unlock(%s, %s)")
+    HELD_LOCKS = Statement(
+        "Which of some session advisory locks a live session holds on this database (params: first key, second keys).",
+        """SELECT objid::bigint FROM pg_locks
+ WHERE locktype = 'advisory' AND granted AND classid = %s AND objsubid = 2 AND objid::bigint = ANY(%s)
+   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())""",
+    )
+    SEARCH_INDEX = Statement(
+        "A trigram index on exactly the expression Django's JSON icontains searches.",
+        "CREATE INDEX IF NOT EXISTS {name} ON {table} USING gin ((UPPER(message::text)) gin_trgm_ops)",
+    )
+    TRIGRAMS = Statement(
+        "Install the trigram extension the search index needs.", "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+    )
+    DROP_SEARCH_INDEX = Statement("Drop that index.", "DROP INDEX IF EXISTS {name}")
