@@ -17,7 +17,7 @@ from .jobs import QueueJob, jobs
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
 from .registry import registry
-from .worker.heartbeat import Heartbeat
+from .worker.lease_renewal import LeaseRenewal
 from .worker.runs import run_batch
 
 __all__ = ["Captured", "Drained", "capture_enqueued", "drain"]
@@ -48,10 +48,10 @@ def drain(queue: type[QueueMessage] | str | type[QueueJob], *, max_runs: int = 1
     if not isinstance(max_runs, int) or isinstance(max_runs, bool) or max_runs < 1:
         raise InvalidArgument(f"max_runs must be a positive integer, got {max_runs!r}.")
     job = _job(queue)
-    heartbeat = Heartbeat()  # never started: a test's run ends long before its lease needs renewing
+    renewal = LeaseRenewal()  # never started: a test's run ends long before its lease needs renewing
     runs: list[JobRun] = []
     while True:
-        _, run = run_batch(job, heartbeat)
+        _, run = run_batch(job, renewal)
         if run is None:
             return _drained(job, runs)
         runs.append(run)

@@ -1,4 +1,4 @@
-"""The heartbeat: a thread that renews the leases of the messages a worker holds while their job runs."""
+"""Lease renewal: a thread that renews the leases of the messages a worker holds while their job runs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..updates import renew_leases
 if TYPE_CHECKING:
     from ..models import QueueItem
 
-logger = logging.getLogger("nexus_queues.heartbeat")
+logger = logging.getLogger("nexus_queues.lease_renewal")
 
 RENEWALS_PER_LEASE = 3
 """Renew three times per lease time, so two renewals may fail before a lease runs out."""
@@ -33,11 +33,11 @@ class _Held:
     renew_at: float = field(default=0.0)
 
 
-class Heartbeat(threading.Thread):
+class LeaseRenewal(threading.Thread):
     """Renews held leases every ``lease_time / 3``: a lease time detects a crash, it does not cap run time."""
 
     def __init__(self) -> None:
-        super().__init__(name="nexus-heartbeat", daemon=True)
+        super().__init__(name="nexus-lease-renewal", daemon=True)
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -87,10 +87,10 @@ class Heartbeat(threading.Thread):
     def _renew(self, correlation_id: str, held: _Held) -> None:
         try:
             renew_leases(held.items, timezone.now() + held.lease_time)
-        except Exception as exc:  # a heartbeat thread that ended would let every long job lose its lease
+        except Exception as exc:  # a renewal thread that ended would let every long job lose its lease
             logger.warning(
                 "Could not renew %s lease(s) (%s: %s); retrying at the next beat.", len(held.items),
                 type(exc).__name__, message_of(exc),
-                extra={"action": "heartbeat", "nexus.correlation_id": correlation_id},
+                extra={"action": "lease_renewal", "nexus.correlation_id": correlation_id},
             )
             reset_connections()

@@ -31,7 +31,7 @@ from ..registry import registry
 from .breaker import CircuitBreaker, CircuitBreakers
 from .clocks import ahead_of_database
 from .dispatch import Dispatcher
-from .heartbeat import Heartbeat
+from .lease_renewal import LeaseRenewal
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
 from .logs import what_runs
 from .periodic import PeriodicRunner
@@ -93,13 +93,13 @@ class Worker:
             "Queue {}", settings.WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER, settings.WORKER_MAX_BACKOFF, clock=clock
         )
         """Per queue, watching its job's leases and acknowledgements."""
-        self.heartbeat = Heartbeat()
+        self.lease_renewal = LeaseRenewal()
         self.stopping = False
         self._activity = "starting"
         self.presence = Presence(
             kind=ProcessKind.WORKER, queues=[j.message_class.queue_name() for j in self.job_classes],
             dispatches=dispatcher is not None, concurrency=self.concurrency, burst=burst,
-            activity=lambda: "stopping" if self.stopping else self._activity, runs=self.heartbeat.in_hand,
+            activity=lambda: "stopping" if self.stopping else self._activity, runs=self.lease_renewal.in_hand,
         )
         self._next_tidy = -math.inf
         self._woken: set[str] = set()
@@ -126,7 +126,7 @@ class Worker:
                 tables = apps_by_database([j.message_class for j in self.job_classes],
                                           [j.database for j in self.periodic.job_classes])
                 wait_until_migrated(tables, self.breaker, self.wakeups.wait, lambda: self.stopping)
-            self.heartbeat.start()
+            self.lease_renewal.start()
             self.presence.start()
             pool = self._pool()
             while not self.stopping:
@@ -139,7 +139,7 @@ class Worker:
         finally:
             if pool is not None:
                 _shut_down(pool, self.concurrency)
-            self.heartbeat.stop()
+            self.lease_renewal.stop()
             self.presence.stop()
             self.wakeups.close()
             reset_connections()
@@ -296,7 +296,7 @@ class Worker:
             for _ in range(runs):
                 if self.stopping:
                     break
-                got = run_once(job, self.heartbeat)
+                got = run_once(job, self.lease_renewal)
                 leased += got
                 if got < job.batch_size:
                     break
@@ -310,7 +310,7 @@ class Worker:
         try:
             while (runs and not self.stopping and not starved) or running:
                 while runs and not self.stopping and not starved and len(running) < self.concurrency:
-                    running.add(pool.submit(_in_thread, job, self.heartbeat))
+                    running.add(pool.submit(_in_thread, job, self.lease_renewal))
                     runs -= 1
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -350,10 +350,10 @@ def _logged(work: Callable[[], None]) -> None:
                      extra={"action": "periodic_unrecorded"})
 
 
-def _in_thread(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+def _in_thread(job: type[QueueJob], renewal: LeaseRenewal) -> int:
     reset_queries()
     try:
-        return run_once(job, heartbeat)
+        return run_once(job, renewal)
     except DATABASE_ERRORS:
         reset_connections()
         raise

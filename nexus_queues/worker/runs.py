@@ -23,7 +23,7 @@ from ..models import JobRun, QueueItem
 from ..retries import atomic_retried
 from ..throughput import Throughput
 from ..updates import mark_error, mark_processed, reschedule, retry_later
-from .heartbeat import Heartbeat
+from .lease_renewal import LeaseRenewal
 from .logs import correlation_id
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -39,12 +39,12 @@ class _Classified:
     failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
 
 
-def run_once(job: type[QueueJob], heartbeat: Heartbeat) -> int:
+def run_once(job: type[QueueJob], renewal: LeaseRenewal) -> int:
     """One run of ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
-    return run_batch(job, heartbeat)[0]
+    return run_batch(job, renewal)[0]
 
 
-def run_batch(job: type[QueueJob], heartbeat: Heartbeat) -> tuple[int, JobRun | None]:
+def run_batch(job: type[QueueJob], renewal: LeaseRenewal) -> tuple[int, JobRun | None]:
     """One run of ``job`` over one leased batch: how many messages it leased, and its recorded run (None when
     nothing was Pending)."""
     cid = uuid.uuid4().hex
@@ -55,11 +55,11 @@ def run_batch(job: type[QueueJob], heartbeat: Heartbeat) -> tuple[int, JobRun | 
             return 0, None
         logger.debug("Leased %s message(s) of %s.", len(items), run.queue, extra={"action": "leased"})
         instance = job()
-        heartbeat.hold(cid, items, job.lease_time)
+        renewal.hold(cid, items, job.lease_time)
         try:
             outcomes = _process(instance, items)
         finally:
-            heartbeat.release(cid)
+            renewal.release(cid)
         _acknowledge(instance, run, _classify(instance, items, outcomes))
         return len(items), run
     finally:

@@ -13,7 +13,7 @@ import pytest
 
 from nexus_queues import Status
 from nexus_queues.contrib.rabbitmq.publishing import disconnect
-from nexus_queues.worker.heartbeat import Heartbeat
+from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.commands import PATIENCE, wait_until
 from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401  (the broker fixture)
@@ -57,7 +57,7 @@ def test_publish_job__nacked_messages_stay_and_are_published_once_by_a_retry(bro
     """Five messages to a queue that takes two: two are confirmed and done, three are nacked and stay with the
     reason; once the cap is lifted a retry publishes those three. Each message arrives exactly once."""
     ship(*ORDERS)
-    assert run_once(ShipmentJob, Heartbeat()) == 5
+    assert run_once(ShipmentJob, LeaseRenewal()) == 5
     left = list(Shipment.queue_items())
     assert len(left) == 3
     assert {(row.status, row.error_type) for row in left} == {(Status.SLEEPING, NOT_PUBLISHED)}
@@ -66,7 +66,7 @@ def test_publish_job__nacked_messages_stay_and_are_published_once_by_a_retry(bro
     assert not set(order_ids(first)) & {row.message_id for row in left}
     _rabbitmqctl("clear_policy", capped)
     retry_now()
-    assert run_once(ShipmentJob, Heartbeat()) == 3
+    assert run_once(ShipmentJob, LeaseRenewal()) == 3
     assert statuses() == {}
     assert sorted(order_ids(first) + order_ids(received(broker, shipping, 3))) == list(ORDERS)
 
@@ -78,7 +78,7 @@ def test_publish_job__nacked_until_the_last_attempt_is_error(broker, shipping, c
     ship("o1")
     for _attempt in range(ShipmentJob.max_attempts):
         retry_now()
-        assert run_once(ShipmentJob, Heartbeat()) == 1
+        assert run_once(ShipmentJob, LeaseRenewal()) == 1
     row = Shipment.queue_items().get()
     assert (row.status, row.attempts, row.error_type) == (Status.ERROR, ShipmentJob.max_attempts, NOT_PUBLISHED)
     assert "(nack)" in row.error_message
@@ -115,7 +115,7 @@ def test_publish_job__unconfirmed_in_time_stay_and_are_published_again(broker, s
     arrives twice: the documented duplicate of a lost confirm, never a lost message."""
     HeldBack.proxy = held_back
     ship(*ORDERS)
-    assert run_once(HeldBack, Heartbeat()) == 5
+    assert run_once(HeldBack, LeaseRenewal()) == 5
     rows = list(Shipment.queue_items())
     assert {(row.status, row.error_type) for row in rows} == {(Status.SLEEPING, NOT_PUBLISHED)}
     assert len(rows) == 5
@@ -123,7 +123,7 @@ def test_publish_job__unconfirmed_in_time_stay_and_are_published_again(broker, s
     wait_until(lambda: held_back.open_connections() == 0, "the unanswered connection closed")
     held_back.release()
     retry_now()
-    assert run_once(ShipmentJob, Heartbeat()) == 5
+    assert run_once(ShipmentJob, LeaseRenewal()) == 5
     assert statuses() == {}
     assert order_ids(received(broker, shipping, 10)) == sorted(ORDERS * 2)
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue_many, throughput
 from nexus_queues.throughput import ALL_TIME, MINUTES_KEPT, QueueMinute, Throughput
-from nexus_queues.worker.heartbeat import Heartbeat
+from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.races import together
 from tests.testapp.queues import Audit
@@ -95,8 +95,8 @@ def test_run_once__records_a_finished_runs_counts_in_its_minute():
     leases nothing records nothing."""
     enqueue_many([Audit(event=e) for e in ("ok-1", "ok-2", "bad-1")], status=Status.PENDING)
     started = timezone.now()
-    assert run_once(HalfFail, Heartbeat()) == 3
-    assert run_once(HalfFail, Heartbeat()) == 0
+    assert run_once(HalfFail, LeaseRenewal()) == 3
+    assert run_once(HalfFail, LeaseRenewal()) == 0
     [(minute, counts)] = throughput.per_minute("audits", started, using="default").items()
     assert throughput.minute_of(started) <= minute <= throughput.minute_of(timezone.now())
     assert (counts.processed, counts.errors, counts.runs) == (2, 1, 1)

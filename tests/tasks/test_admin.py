@@ -21,7 +21,7 @@ from nexus_queues.jobs.queue_jobs import jobs
 from nexus_queues.tasks.admin import TaskItemAdmin, call_summary, result_id_of
 from nexus_queues.tasks.compat import TaskResult, TaskResultStatus
 from nexus_queues.tasks.queues import task_queue
-from nexus_queues.worker.heartbeat import Heartbeat
+from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.testapp import tasks
 from tests.testapp.queues import Greeting
@@ -35,7 +35,7 @@ _HIDDEN = re.compile(r'<input type="hidden" name="row_version" value="([^"]*)"')
 def run_tasks(queue: str = "default") -> None:
     """Run the queue's tasks as ``nexus_worker`` would: job runs over leased batches, until none is Pending."""
     job = jobs.get(f"tasks_{queue}")
-    while run_once(job, Heartbeat()):
+    while run_once(job, LeaseRenewal()):
         pass
 
 

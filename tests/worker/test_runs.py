@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue_many
-from nexus_queues.worker.heartbeat import Heartbeat
+from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.testapp.queues import Audit
 
@@ -49,7 +49,7 @@ def rows() -> dict[str, object]:
 def test_run_once__unstorable_returned_time_fails_that_message_only():
     """A returned time outside the supported range sets that message to Error; the others are acknowledged."""
     audits("done", "ancient", "later", "far")
-    assert run_once(Clock, Heartbeat()) == 4
+    assert run_once(Clock, LeaseRenewal()) == 4
     found = rows()
     assert {event: row.status for event, row in found.items()} == {
         "done": Status.PROCESSED, "ancient": Status.ERROR, "later": Status.SLEEPING, "far": Status.ERROR,
@@ -65,6 +65,6 @@ def test_run_once__unstorable_returned_time_fails_that_message_only():
 def test_run_once__retry_time_out_of_range_sets_error():
     """A failure whose retry would come after the supported range is set to Error with the job's exception."""
     audits("x")
-    assert run_once(Stubborn, Heartbeat()) == 1
+    assert run_once(Stubborn, LeaseRenewal()) == 1
     row = Audit.queue_model.objects.get()
     assert (row.status, row.error_message, row.process_at) == (Status.ERROR, "cannot audit x", None)

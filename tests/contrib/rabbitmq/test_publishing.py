@@ -24,7 +24,7 @@ from nexus_queues.contrib.rabbitmq.publishing import SOURCE_HEADER, disconnect
 from nexus_queues.dispatching import move_due
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.serialization import canonical_json
-from nexus_queues.worker.heartbeat import Heartbeat
+from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.commands import PATIENCE, ROOT
 from tests.contrib.rabbitmq.conftest import Broker
@@ -106,7 +106,7 @@ def test_publish_job__publishes_each_message_once_marked_processed_after_confirm
     """Each message reaches the destination once, with its JSON, id, the run's correlation id and its source
     queue; then it is Processed."""
     ship("o1", "o2", "o3")
-    assert run_once(ShipmentJob, Heartbeat()) == 3
+    assert run_once(ShipmentJob, LeaseRenewal()) == 3
     assert statuses() == {}
     messages = received(broker, shipping, 3)
     run = Shipment.job_runs().get()
@@ -124,7 +124,7 @@ def test_publish_job__delay_taken_from_the_message(broker, shipping):
     ship("later", delay_seconds=2)
     ship("now")
     started = time.monotonic()
-    assert run_once(ShipmentJob, Heartbeat()) == 2
+    assert run_once(ShipmentJob, LeaseRenewal()) == 2
     first, second = received(broker, shipping, 1), received(broker, shipping, 1)
     assert order_ids(first) == ["now"]
     assert order_ids(second) == ["later"]
@@ -137,7 +137,7 @@ def test_publish_job__unreachable_broker_keeps_messages_until_it_is_back(broker,
     reachable = settings.NEXUS_RABBITMQ
     settings.NEXUS_RABBITMQ = {**reachable, "URL": f"amqp://guest:guest@127.0.0.1:{closed_port()}/%2F"}
     for attempt in (1, 2):
-        assert run_once(ShipmentJob, Heartbeat()) == 2
+        assert run_once(ShipmentJob, LeaseRenewal()) == 2
         rows = list(Shipment.queue_items())
         assert {(row.status, row.attempts, row.error_type) for row in rows} == {
             (Status.SLEEPING, attempt, NOT_PUBLISHED)
@@ -145,7 +145,7 @@ def test_publish_job__unreachable_broker_keeps_messages_until_it_is_back(broker,
         assert "cannot be reached" in rows[0].error_message
         retry_now()
     settings.NEXUS_RABBITMQ = reachable
-    assert run_once(ShipmentJob, Heartbeat()) == 2
+    assert run_once(ShipmentJob, LeaseRenewal()) == 2
     assert order_ids(received(broker, shipping, 2)) == ["o1", "o2"]
     assert statuses() == {}
 
@@ -157,7 +157,7 @@ def test_publish_job__unreachable_broker_after_the_last_attempt_is_error(broker,
     settings.NEXUS_RABBITMQ = {**settings.NEXUS_RABBITMQ, "URL": f"amqp://127.0.0.1:{port}/%2F"}
     for _attempt in range(ShipmentJob.max_attempts):
         retry_now()
-        assert run_once(ShipmentJob, Heartbeat()) == 1
+        assert run_once(ShipmentJob, LeaseRenewal()) == 1
     row = Shipment.queue_items().get()
     assert (row.status, row.attempts, row.error_type) == (Status.ERROR, 3, NOT_PUBLISHED)
     assert row.error_message.startswith(f"The broker at 127.0.0.1:{port} cannot be reached: AMQPConnectionError: ")
@@ -167,10 +167,10 @@ def test_publish_job__unreachable_broker_after_the_last_attempt_is_error(broker,
 def test_publish_job__connection_closed_between_runs_is_reopened(broker, shipping):
     """A connection the broker closed while the worker was idle is replaced before the next run publishes."""
     ship("o1")
-    assert run_once(ShipmentJob, Heartbeat()) == 1
+    assert run_once(ShipmentJob, LeaseRenewal()) == 1
     close_own_connections()
     ship("o2")
-    assert run_once(ShipmentJob, Heartbeat()) == 1
+    assert run_once(ShipmentJob, LeaseRenewal()) == 1
     assert statuses() == {}
     assert order_ids(received(broker, shipping, 2)) == ["o1", "o2"]
 
@@ -187,7 +187,7 @@ def test_publish_job__one_connection_per_thread_kept_across_runs(broker, shippin
     threads = [ThreadPoolExecutor(1, thread_name_prefix=f"outbox-test-{n}") for n in range(2)]
     try:
         for thread in (threads[0], threads[0], threads[1]):
-            assert thread.submit(run_once, OnePerRun, Heartbeat()).result() == 1
+            assert thread.submit(run_once, OnePerRun, LeaseRenewal()).result() == 1
         names = sorted(own_connections())
     finally:
         for thread in threads:
@@ -211,13 +211,13 @@ def test_publish_job__connection_closed_mid_batch_fails_the_unconfirmed_which_ar
     """A connection closed before the batch is confirmed leaves every unconfirmed message in the queue for a
     retry, which publishes each: all arrive, at least once (the broker may have taken some before it closed)."""
     ship("o1", "o2", "o3", "o4", "o5")
-    assert run_once(ClosedMidBatch, Heartbeat()) == 5
+    assert run_once(ClosedMidBatch, LeaseRenewal()) == 5
     assert set(statuses()) == {"o1", "o2", "o3", "o4", "o5"} and set(statuses().values()) == {Status.SLEEPING}
     assert Shipment.job_runs().get().processed == 0
     error = Shipment.queue_items().get(message_id="o5").error_message
     assert "closed the channel, or the connection broke: ConnectionClosedByBroker" in error
     retry_now()
-    assert run_once(ShipmentJob, Heartbeat()) == 5
+    assert run_once(ShipmentJob, LeaseRenewal()) == 5
     assert statuses() == {}
     waiting = broker.channel.queue_declare(shipping, passive=True).method.message_count
     arrived = order_ids(received(broker, shipping, waiting))
@@ -234,10 +234,10 @@ def test_publish_job__unroutable_destination_is_not_processed(broker, shipping):
     """With no queue bound for the destination a message is retried, then Error, naming the destination."""
     broker.channel.queue_unbind(shipping, f"{broker.prefix}.delay-delivery", routing_key=f"#.{shipping}")
     ship("o1", "o2")
-    assert run_once(ShipmentJob, Heartbeat()) == 2
+    assert run_once(ShipmentJob, LeaseRenewal()) == 2
     assert set(statuses().values()) == {Status.SLEEPING}
     retry_now()
-    assert run_once(Unretried, Heartbeat()) == 2
+    assert run_once(Unretried, LeaseRenewal()) == 2
     rows = list(Shipment.queue_items())
     assert {(row.status, row.error_type) for row in rows} == {(Status.ERROR, NOT_PUBLISHED)}
     assert rows[0].error_message.startswith(f"No queue is bound for destination {shipping!r}")
@@ -249,7 +249,7 @@ def test_publish_job__delayed_message_to_a_missing_queue_is_not_sent(broker, shi
     broker.channel.queue_delete(shipping)
     ship("later", delay_seconds=1)
     ship("now")
-    assert run_once(ShipmentJob, Heartbeat()) == 2
+    assert run_once(ShipmentJob, LeaseRenewal()) == 2
     rows = {row.message_id: row for row in Shipment.queue_items()}
     assert {row.status for row in rows.values()} == {Status.SLEEPING}
     assert rows["later"].error_message.startswith(f"The destination queue {shipping!r} does not exist")
@@ -262,7 +262,7 @@ def test_publish_job__missing_delay_infrastructure_is_named(broker):
     """Without the delay levels declared, every message of the run stays, its error naming the missing exchange."""
     ship("o1", "o2")
     try:
-        assert run_once(ShipmentJob, Heartbeat()) == 2
+        assert run_once(ShipmentJob, LeaseRenewal()) == 2
     finally:
         disconnect()
     rows = list(Shipment.queue_items())
