@@ -20,6 +20,11 @@ MOVED_MODULES = {
 }
 """Old module path: its new path. The old module forwards every name to the new one."""
 
+MOVED_PACKAGES = {
+    "nexus_queues.tasks": "nexus_queues.contrib.tasks",
+}
+"""Old package path: its new path. Each module of the old package forwards to its namesake in the new one."""
+
 
 def moved_names(module: str, moved: dict[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for names of ``module`` that moved (name: new module): each still found, with a
@@ -42,13 +47,26 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         """A spec for an old path; None for every other module."""
-        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED_MODULES else None
+        return importlib.util.spec_from_loader(fullname, self) if _new_path(fullname) else None
 
     def exec_module(self, module: ModuleType) -> None:
         """Make ``module`` forward its names to the new module."""
-        new = MOVED_MODULES[module.__name__]
+        new = _new_path(module.__name__)
         module.__doc__ = f"Deprecated: moved to {new}."
         module.__getattr__ = _forward(module.__name__, new)  # type: ignore[method-assign]
+
+
+def moved_package(old: str, new: str) -> Callable[[str], Any]:
+    """The ``__getattr__`` of an old package kept for its path: each name of the new package, with a warning."""
+    return _forward(old, new)
+
+
+def _new_path(old: str) -> str:
+    """The new path of a moved module, or ``""``."""
+    if old in MOVED_MODULES:
+        return MOVED_MODULES[old]
+    package, _, rest = old.rpartition(".")
+    return f"{MOVED_PACKAGES[package]}.{rest}" if package in MOVED_PACKAGES else ""
 
 
 def install() -> None:

@@ -28,7 +28,7 @@ INSTALLED_APPS = [
     "nexus_queues",
     "nexus_queues.contrib.spark",
     "nexus_queues.contrib.rabbitmq",
-    "nexus_queues.tasks",
+    "nexus_queues.contrib.tasks",
     *([] if find_spec("django.tasks") else ["django_tasks"]),  # the backport before Django 6
     "tests.testapp",
 ]
@@ -80,7 +80,7 @@ NEXUS_QUEUES: dict[str, object] = {"MODULES": ["tests.testapp.more_queues"]}
 # Two task queues on nexus queues; their tables' migrations live with the test app, as a project's would.
 TASKS = {
     "default": {
-        "BACKEND": "nexus_queues.tasks.NexusBackend", "QUEUES": ["default", "reports"],
+        "BACKEND": "nexus_queues.contrib.tasks.NexusBackend", "QUEUES": ["default", "reports"],
         "OPTIONS": {"batch_size": int(os.environ.get("NEXUS_TEST_TASKS_BATCH", "1"))},
     }
 }

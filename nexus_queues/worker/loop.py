@@ -31,8 +31,8 @@ from ..registry import registry
 from .breaker import CircuitBreaker, CircuitBreakers
 from .clocks import ahead_of_database
 from .dispatch import Dispatcher
-from .lease_renewal import LeaseRenewal
 from .housekeeping import forget_processes, purge_job_runs, tidy_queue
+from .lease_renewal import LeaseRenewal
 from .logs import what_runs
 from .periodic import PeriodicRunner
 from .presence import Presence

@@ -32,7 +32,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_tasks_db.models import DBTaskResult  # noqa: E402
 
-from nexus_queues.tasks.queues import task_queue  # noqa: E402
+from nexus_queues.contrib.tasks.queues import task_queue  # noqa: E402
 from tests.testapp.tasks import noop  # noqa: E402
 
 N_ENQUEUE = int(os.environ.get("N_ENQUEUE", 2000))

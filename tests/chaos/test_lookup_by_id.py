@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from nexus_queues.tasks.compat import TaskResultDoesNotExist, task_backends
+from nexus_queues.contrib.tasks.compat import TaskResultDoesNotExist, task_backends
 from tests.api_client import Api, make_user
 
 pytestmark = pytest.mark.django_db

@@ -15,11 +15,11 @@ from django.db import connection, transaction
 from nexus_queues import Status
 from nexus_queues.contrib.rabbitmq.consuming import Consumer
 from nexus_queues.contrib.spark import sync
+from nexus_queues.contrib.tasks.compat import TaskResultStatus
+from nexus_queues.contrib.tasks.queues import task_queue
 from nexus_queues.enqueueing import enqueue, enqueue_many
 from nexus_queues.exceptions import MessageTooLarge
 from nexus_queues.staging import StagedRow, create, drop, new_table_name, new_token, stage, staging_model
-from nexus_queues.tasks.compat import TaskResultStatus
-from nexus_queues.tasks.queues import task_queue
 from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401
 from tests.contrib.spark.conftest import frame, spark  # noqa: F401
 from tests.tasks.conftest import files_fixture, manage_fixture  # noqa: F401

@@ -60,3 +60,32 @@ def test_moved_name__dispatch_due_in_updates_is_the_one_dispatch():
     with pytest.warns(DeprecationWarning, match="nexus_queues.dispatching.dispatch_due"):
         found = updates.dispatch_due
     assert found is dispatching.dispatch_due is nexus_queues.dispatch_due
+
+
+def test_moved_package__tasks_backend_by_its_old_path_warns():
+    """``nexus_queues.tasks.NexusBackend`` (a TASKS setting's old path) is the contrib backend, with a warning."""
+    from django.utils.module_loading import import_string
+
+    from nexus_queues.contrib.tasks import NexusBackend
+
+    with pytest.warns(DeprecationWarning, match=r"nexus_queues\.tasks\.NexusBackend is deprecated: import "
+                                                r"nexus_queues\.contrib\.tasks\.NexusBackend"):
+        assert import_string("nexus_queues.tasks.NexusBackend") is NexusBackend
+
+
+def test_moved_package__a_module_by_its_old_path_warns():
+    """A module of the old tasks package forwards to its namesake under contrib, with a warning per name."""
+    from nexus_queues.contrib.tasks import compat
+
+    module = importlib.import_module("nexus_queues.tasks.compat")
+    with pytest.warns(DeprecationWarning, match=r"nexus_queues\.tasks\.compat\.task is deprecated"):
+        assert module.task is compat.task
+
+
+def test_moved_package__old_app_entry_installs_the_contrib_app_with_a_warning():
+    """``"nexus_queues.tasks"`` in INSTALLED_APPS makes the contrib app's config (same label), with a warning."""
+    from django.apps import AppConfig
+
+    with pytest.warns(DeprecationWarning, match=r"'nexus_queues\.tasks' in INSTALLED_APPS is deprecated"):
+        config = AppConfig.create("nexus_queues.tasks")
+    assert (config.name, config.label) == ("nexus_queues.contrib.tasks", "nexus_tasks")

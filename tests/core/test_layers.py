@@ -17,7 +17,7 @@ LAZY = {
     "nexus_queues.contrib.spark.source": "Spark unpickles it before Django is set up: models load after",
     "nexus_queues.contrib.spark.writing": "Spark unpickles it before Django is set up: models load after",
     "nexus_queues.contrib.rabbitmq": "public names load on first use: pika is imported only when the bridge is used",
-    "nexus_queues.tasks.backend": "a @task loads its backend, possibly before the app registry is ready: models after",
+    "nexus_queues.contrib.tasks.backend": "a @task loads its backend before the app registry is ready: models after",
 }
 """Modules allowed to import ours inside functions, and why."""
 

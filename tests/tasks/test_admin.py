@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from nexus_queues import Status
 from nexus_queues.admin import QueueItemAdmin
+from nexus_queues.contrib.tasks.admin import TaskItemAdmin, call_summary, result_id_of
+from nexus_queues.contrib.tasks.compat import TaskResult, TaskResultStatus
+from nexus_queues.contrib.tasks.queues import task_queue
 from nexus_queues.jobs.queue_jobs import jobs
-from nexus_queues.tasks.admin import TaskItemAdmin, call_summary, result_id_of
-from nexus_queues.tasks.compat import TaskResult, TaskResultStatus
-from nexus_queues.tasks.queues import task_queue
 from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
 from tests.testapp import tasks

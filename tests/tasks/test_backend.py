@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from nexus_queues import Status
-from nexus_queues.tasks.compat import TaskResultDoesNotExist, TaskResultStatus, task_backends, task_enqueued
-from nexus_queues.tasks.queues import task_queue
+from nexus_queues.contrib.tasks.compat import TaskResultDoesNotExist, TaskResultStatus, task_backends, task_enqueued
+from nexus_queues.contrib.tasks.queues import task_queue
 from tests.commands import ROOT, reports, wait_until
 from tests.testapp import tasks
 
@@ -54,7 +54,7 @@ def test_backend__a_task_can_be_declared_before_django_is_set_up():
     """Loading the backend loads no model, so a module of @task functions may be imported before django.setup()."""
     code = (
         "import sys\n"
-        "from nexus_queues.tasks.compat import task\n"
+        "from nexus_queues.contrib.tasks.compat import task\n"
         "@task\n"
         "def early():\n"
         "    pass\n"

@@ -2,7 +2,7 @@
 
 from django.test import override_settings
 
-from nexus_queues.tasks.compat import task_backends
+from nexus_queues.contrib.tasks.compat import task_backends
 
 
 def test_check__configured_backend_reports_nothing():

@@ -2,7 +2,7 @@
 
 from importlib.util import find_spec
 
-from nexus_queues.tasks import compat
+from nexus_queues.contrib.tasks import compat
 
 
 def test_compat__prefers_django_tasks_when_present():

@@ -3,8 +3,8 @@
 import pytest
 from django.db import connection
 
+from nexus_queues.contrib.tasks.queues import task_queue
 from nexus_queues.models import index_name
-from nexus_queues.tasks.queues import task_queue
 from tests.testapp import tasks
 from tests.testapp.queues import Greeting
 

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
+from nexus_queues.contrib.tasks.options import BackendOptions, backend_options, declared_queues
 from nexus_queues.exceptions import ConfigurationError
-from nexus_queues.tasks.options import BackendOptions, backend_options, declared_queues
 
 
 def test_backend_options__defaults():

@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from nexus_queues.tasks.compat import TaskContext, task, task_finished, task_started
+from nexus_queues.contrib.tasks.compat import TaskContext, task, task_finished, task_started
 
 
 def _report(*words: object) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..exports import lazy_exports
+from ...exports import lazy_exports
 
 _EXPORTS = {"NexusBackend": "backend"}
 

@@ -15,9 +15,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 
-from ..admin.forms import QueueItemForm
-from ..admin.job_runs import with_seconds
-from ..admin.queues import SHORT_ID_LENGTH, QueueItemAdmin, pretty_json, stacked_time
+from ...admin.forms import QueueItemForm
+from ...admin.job_runs import with_seconds
+from ...admin.queues import SHORT_ID_LENGTH, QueueItemAdmin, pretty_json, stacked_time
 from .items import TaskItem
 from .results import task_of
 

@@ -36,5 +36,5 @@ class NexusBackend(BaseTaskBackend):
         return find_result(self.queues, result_id)
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        """The backend's configuration problems (see :mod:`nexus_queues.tasks.checks`)."""
+        """The backend's configuration problems (see :mod:`nexus_queues.contrib.tasks.checks`)."""
         return [*super().check(**kwargs), *backend_problems(self)]

@@ -13,11 +13,11 @@ APP_LABEL = "nexus_tasks"
 
 def backend_problems(backend: Any) -> list[checks.CheckMessage]:
     """What keeps ``backend``'s queues from having tables: the app, or where their migrations go."""
-    if not apps.is_installed("nexus_queues.tasks"):
+    if not apps.is_installed("nexus_queues.contrib.tasks"):
         return [
             checks.Error(
                 f"Task backend {backend.alias!r} is a NexusBackend, but its app is not installed.",
-                hint="Add 'nexus_queues.tasks' to INSTALLED_APPS (after 'nexus_queues').",
+                hint="Add 'nexus_queues.contrib.tasks' to INSTALLED_APPS (after 'nexus_queues').",
                 id="nexus_queues.tasks.E001",
             )
         ]

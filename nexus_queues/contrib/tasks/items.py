@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from django.db import models
 
-from ..models import QueueItem
+from ...models import QueueItem
 
 
 class TaskItem(QueueItem):
@@ -21,7 +21,7 @@ class TaskItem(QueueItem):
 
     # Only task tables lease by priority: their status index leads with it, other queues keep (status, id).
     lease_ordering: ClassVar[tuple[str, ...]] = ("-priority", "id")
-    admin_class: ClassVar[str] = "nexus_queues.tasks.admin.TaskItemAdmin"
+    admin_class: ClassVar[str] = "nexus_queues.contrib.tasks.admin.TaskItemAdmin"
 
     class Meta(QueueItem.Meta):
         abstract = True

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from ..exceptions import ConfigurationError
+from ...exceptions import ConfigurationError
 from .backend import NexusBackend
 
 DEFAULT_QUEUE_NAME = "default"

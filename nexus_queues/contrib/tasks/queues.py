@@ -7,15 +7,15 @@ import types
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from ..exceptions import ConfigurationError
-from ..messages import QueueMessageWithId
-from ..models import QueueItem
-from ..registry import registry
+from ...exceptions import ConfigurationError
+from ...messages import QueueMessageWithId
+from ...models import QueueItem
+from ...registry import registry
 from .items import TaskItem
 
 QUEUE_PREFIX = "tasks_"
 TASK_QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,33}$")
-MODULE = "nexus_queues.tasks.models"
+MODULE = "nexus_queues.contrib.tasks.models"
 """The module, in app ``nexus_tasks``, that the task queues' classes and models belong to."""
 
 

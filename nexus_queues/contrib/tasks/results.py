@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import SuspiciousOperation
 from django.utils.module_loading import import_string
 
-from ..models import JobRun
-from ..status import Status
+from ...models import JobRun
+from ...status import Status
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:

@@ -13,16 +13,16 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from ..backends import backend_for
-from ..backends.budget import value_bytes
-from ..conf import settings
-from ..exceptions import ResultTooLarge
-from ..failures import describe
-from ..jobs.queue_jobs import Outcome, QueueJob
-from ..models import QueueItem
-from ..serialization import canonical_json
-from ..status import Status
-from ..worker.runs import worker_name
+from ...backends import backend_for
+from ...backends.budget import value_bytes
+from ...conf import settings
+from ...exceptions import ResultTooLarge
+from ...failures import describe
+from ...jobs.queue_jobs import Outcome, QueueJob
+from ...models import QueueItem
+from ...serialization import canonical_json
+from ...status import Status
+from ...worker.runs import worker_name
 from .compat import TaskContext, TaskResult, TaskResultStatus, normalize_json, task_finished, task_started
 from .items import TaskItem
 from .options import BackendOptions

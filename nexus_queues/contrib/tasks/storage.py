@@ -1,6 +1,6 @@
 """The backend's reads and writes of the task queues' tables: a task stored on enqueue, a result found by its id.
 
-Kept apart from :mod:`~nexus_queues.tasks.backend`, which imports it on first use: the tables are models, and a
+Kept apart from :mod:`~nexus_queues.contrib.tasks.backend`, which imports it on first use: the tables are models, and a
 ``@task`` may be declared (and so its backend loaded) before Django's app registry is ready.
 """
 
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from .. import signals
-from ..backends import backend_for
-from ..conf import settings
-from ..enqueueing import EnqueueResult, enqueue_row, resolve_placement
-from ..exceptions import NotRegistered
-from ..serialization import unstorable_text
+from ... import signals
+from ...backends import backend_for
+from ...conf import settings
+from ...enqueueing import EnqueueResult, enqueue_row, resolve_placement
+from ...exceptions import NotRegistered
+from ...serialization import unstorable_text
 from .compat import Task, TaskResult, TaskResultDoesNotExist, TaskResultStatus, normalize_json, task_enqueued
 from .queues import TaskMessage, task_queue
 from .results import task_result
@@ -71,5 +71,5 @@ def queue_of(task_queue_name: str) -> type[TaskMessage]:
         return task_queue(task_queue_name)
     except NotRegistered as exc:
         raise NotRegistered(
-            f"Task queue {task_queue_name!r} has no table: is 'nexus_queues.tasks' in INSTALLED_APPS? {exc}"
+            f"Task queue {task_queue_name!r} has no table: is 'nexus_queues.contrib.tasks' in INSTALLED_APPS? {exc}"
         ) from exc
