@@ -191,10 +191,11 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
         message, *rest = self.fieldsets
         if not self.has_change_permission(request, obj):
             message = (None, {"fields": (("message_json", "previous_message_json"), "status", "message_id")})
-        shown = [self._error_fieldset(obj, options) if name == "Error" else (name, options) for name, options in rest]
-        if obj is not None and obj.status == Status.ERROR:  # what failed first, above the fold
+        shown = [message, *(self._error_fieldset(obj, options) if name == "Error" else (name, options)
+                            for name, options in rest)]
+        if obj is not None and obj.status == Status.ERROR:  # what failed first, above the message and the fold
             shown.sort(key=lambda fieldset: fieldset[0] != "Error")
-        return (message, *shown)
+        return tuple(shown)
 
     def _error_fieldset(self, obj: QueueItem | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if obj is None or obj.status == Status.ERROR or not obj.error_type:

@@ -142,7 +142,9 @@ def test_browser__failed_message_page_shows_the_traceback_first_and_times_as_the
     page.goto(f"/admin/testapp/productqueueitem/{item.pk}/change/")
     page.wait_for_selector("pre.nexus-traceback")
     screenshot(page, "failed_message")
-    assert page.evaluate("document.querySelector('pre.nexus-traceback').getBoundingClientRect().bottom") <= 900
+    traceback = page.evaluate("document.querySelector('pre.nexus-traceback').getBoundingClientRect().bottom")
+    assert traceback <= 900
+    assert traceback < page.evaluate("document.querySelector('.field-message').getBoundingClientRect().top")
     shown = page.locator(".field-updated_at_text .readonly").inner_text()
     assert shown == listed.replace("\n", " ") and len(shown) == len("2026-11-26 00:49:06")
     assert page.locator(".field-created_at_text .readonly").inner_text() == with_seconds(item.created_at)

@@ -19,6 +19,7 @@ from nexus_queues.contrib.health_checks import QueueCheck
 from nexus_queues.health import queue_health
 from nexus_queues.messages import HealthStatus
 from nexus_queues.processes import ProcessState, WorkerProcess
+from nexus_queues.status import Status
 from tests.commands import Command, Commands, wait_until
 from tests.contrib.rabbitmq.conftest import Broker, broker, rabbitmq  # noqa: F401  (the broker fixture)
 from tests.testapp.queues import Arrival
@@ -64,6 +65,12 @@ def holding(command: Command, held: int) -> WorkerProcess:
     return rows.get()
 
 
+def processed_as_a_job_would() -> None:
+    """The stored arrivals processed: Pending rows that no job processes make the queue unhealthy on their own, and
+    these tests look at what the consumer's held bodies do."""
+    Arrival.queue_model.objects.update(status=Status.PROCESSED)
+
+
 def consumer_reasons() -> list[str]:
     return [reason for reason in queue_health(Arrival).reasons if reason.startswith("consumer ")]
 
@@ -81,6 +88,7 @@ def test_nexus_rabbitmq_consume__held_bodies_show_in_the_live_workers_and_the_qu
     publish(broker, source, bodies(Arrival))
     command = consume(manage, broker, source, prefetch)
     row = holding(command, 1)
+    processed_as_a_job_would()
     assert (row.kind, row.host, row.concurrency, row.health) == ("consumer", socket.gethostname(), prefetch, status)
     assert list(row.queues.values_list("queue", flat=True)) == ["arrivals"]
     assert f"{source}.invalid refused them (nack" in row.health_reason

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PEEK = 0.2
 """The peek delay of the workers that must be seen to read their settings again."""
-TICKING = ("nexus_worker", "--queue", "greetings", "--concurrency", "1")
-"""A worker of the periodic jobs, one run at a time (a run held by the gate holds the worker)."""
+TICKING = ("nexus_worker", "--queue", "greetings", "--periodic", "--concurrency", "1")
+"""A worker of the periodic jobs (``--periodic``: named queues alone run none), one run at a time (a run held by the
+gate holds the worker)."""
 SCHEDULED = ("nexus_worker", "--queue", "digests", "--queue", "greetings", "--no-periodic")
 """A worker on the scheduled digests and, as its sign of life, the continuous greetings (after them in each sweep)."""
 
