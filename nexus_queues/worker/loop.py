@@ -37,7 +37,7 @@ from .logs import what_runs
 from .periodic import PeriodicRunner
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
-from .runs import run_once
+from .runs import run_once, run_once_in_thread
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -310,7 +310,7 @@ class Worker:
         try:
             while (runs and not self.stopping and not starved) or running:
                 while runs and not self.stopping and not starved and len(running) < self.concurrency:
-                    running.add(pool.submit(_in_thread, job, self.lease_renewal))
+                    running.add(pool.submit(run_once_in_thread, job, self.lease_renewal))
                     runs -= 1
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -348,15 +348,6 @@ def _logged(work: Callable[[], None]) -> None:
         reset_connections()
         logger.error("A periodic run's end was not recorded: %s", message_of(exc), exc_info=exc,
                      extra={"action": "periodic_unrecorded"})
-
-
-def _in_thread(job: type[QueueJob], renewal: LeaseRenewal) -> int:
-    reset_queries()
-    try:
-        return run_once(job, renewal)
-    except DATABASE_ERRORS:
-        reset_connections()
-        raise
 
 
 def _shut_down(pool: ThreadPoolExecutor, threads: int) -> None:

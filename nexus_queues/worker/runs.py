@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db import reset_queries
 from django.utils import timezone
 
 from .. import throughput
+from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import UnstorableValue
 from ..failures import message_of
 from ..jobs.queue_jobs import Outcome, QueueJob
@@ -42,6 +44,16 @@ class _Classified:
 def run_once(job: type[QueueJob], renewal: LeaseRenewal) -> int:
     """One run of ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
     return run_batch(job, renewal)[0]
+
+
+def run_once_in_thread(job: type[QueueJob], renewal: LeaseRenewal) -> int:
+    """:func:`run_once` in a pool thread: its query log reset first, its connections after a database error."""
+    reset_queries()
+    try:
+        return run_once(job, renewal)
+    except DATABASE_ERRORS:
+        reset_connections()
+        raise
 
 
 def run_batch(job: type[QueueJob], renewal: LeaseRenewal) -> tuple[int, JobRun | None]:
