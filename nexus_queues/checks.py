@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from .conf import Settings, current_names, settings
 from .exceptions import ConfigurationError, InvalidSchedule
 from .jobs.control import all_jobs
+from .pooling import check_prepared_statements, check_proxies, check_wakeup_databases
 from .registry import registry
 from .setting_types import CHECK_ID
 from .setting_types import problems as declared_problems
@@ -29,6 +30,9 @@ def register() -> None:
     checks.register(check_settings)
     checks.register(check_live_worker_settings)
     checks.register(check_tables, checks.Tags.database)
+    checks.register(check_prepared_statements)
+    checks.register(check_wakeup_databases)
+    checks.register(check_proxies, checks.Tags.database)
     checks.register(check_api_docs_offline, checks.Tags.urls)
 
 

@@ -37,6 +37,11 @@ class Settings:
     """On PostgreSQL, prepare the hot statements (enqueue, lease, acknowledge) once per connection;
     turn off behind a transaction-pooling proxy that does not keep them (PgBouncer before 1.21)."""
 
+    WAKEUP_DATABASES: dict[str, str] | None = None
+    """``{alias: direct alias}``: idle loops LISTEN for the wake-ups of a PostgreSQL alias behind a transaction
+    pooler (``DISABLE_SERVER_SIDE_CURSORS``) on the direct alias, a session to the same database. Without an entry
+    they poll such an alias, with a warning at start."""
+
     API_MAX_BODY_BYTES: int = field(default=2_621_440, metadata=count())
     """Largest request body the HTTP API reads (413 above it); Django's DATA_UPLOAD_MAX_MEMORY_SIZE caps it too."""
 

@@ -79,6 +79,9 @@ def _is(value: Any, hint: Any) -> bool:
         return any(_is(value, arg) for arg in get_args(hint))
     if origin is tuple:  # a list is read as a tuple
         return isinstance(value, tuple | list) and all(_is(item, get_args(hint)[0]) for item in value)
+    if origin is dict:
+        key, item = get_args(hint)
+        return isinstance(value, dict) and all(_is(k, key) and _is(v, item) for k, v in value.items())
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, hint)
@@ -94,6 +97,9 @@ def _expects(hint: Any) -> str:
         return " or ".join(_expects(arg) for arg in get_args(hint))
     if origin is tuple:
         return f"a list or tuple, each {_expects(get_args(hint)[0])}"
+    if origin is dict:
+        key, item = get_args(hint)
+        return f"a dict of {_expects(key)} to {_expects(item)}"
     return _NAMES.get(hint, getattr(hint, "__name__", str(hint)))
 
 

@@ -14,6 +14,9 @@ class Features:
     can_listen: ClassVar[bool] = transports.AVAILABLE
     """Can idle loops listen for the backend's wake-ups? (Everywhere but on platforms without UNIX sockets.)"""
 
+    wakes_every_host: ClassVar[bool] = False
+    """Do wake-ups reach idle loops on every host (PostgreSQL's LISTEN/NOTIFY), rather than on this one alone?"""
+
     has_skip_locked: ClassVar[bool] = False
     """Can a claim skip the rows that concurrent claims hold (``FOR UPDATE SKIP LOCKED``), rather than wait?"""
 
@@ -32,6 +35,7 @@ class PostgresFeatures(Features):
     """PostgreSQL: LISTEN/NOTIFY wake-ups from every host, SKIP LOCKED claims."""
 
     can_listen = True
+    wakes_every_host = True
     has_skip_locked = True
     writes_json_lines = True
 

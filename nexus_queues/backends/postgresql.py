@@ -268,3 +268,13 @@ class PostgresBackend(Backend):
 
     def listen(self) -> Listener:
         return NotifyListener.connect(self.connection.get_connection_params(), settings.NOTIFY_CHANNEL)
+
+    def transaction_pooled(self) -> bool:
+        return bool(self.connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"))
+
+    def proxy(self) -> str | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.sql.SERVER_PORT.text)
+            server = int(cursor.fetchone()[0])
+        reached = int(self.connection.connection.info.port)
+        return None if reached == server else f"port {reached} reached a server listening on {server}"

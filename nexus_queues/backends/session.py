@@ -77,6 +77,16 @@ class Session:
         """A new listener for the wake-ups of :meth:`notify` (where ``features.can_listen``): this host's by default."""
         return transports.LocalListener(self.database())
 
+    def transaction_pooled(self) -> bool:
+        """Does the alias go through a transaction-pooling proxy, where a session lasts one transaction (no LISTEN,
+        no session locks)? Django's ``DISABLE_SERVER_SIDE_CURSORS`` on the alias says so, where the engine has one."""
+        return False
+
+    def proxy(self) -> str | None:
+        """What shows a proxy between this connection and the server ("port 6432 reached a server on 5432"), or
+        None when nothing does."""
+        return None
+
     def database(self) -> str:
         """Names the database (not the alias), the same in every process that uses it."""
         params = self.connection.settings_dict

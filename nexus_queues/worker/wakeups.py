@@ -8,6 +8,7 @@ import select
 from collections.abc import Iterable
 
 from ..backends import Listener, backend_for
+from ..pooling import wakeup_alias
 
 logger = logging.getLogger("nexus_queues.wakeups")
 
@@ -20,11 +21,20 @@ class Wakeups:
 
     With ``listen`` on, one listener per database alias: a LISTENing connection on PostgreSQL, which
     hears enqueues from every host, elsewhere a socket that hears this host's. A lost listener is
-    reopened on a later wait, and polling (the timeout) stays the fallback meanwhile.
+    reopened on a later wait, and polling (the timeout) stays the fallback meanwhile. An alias behind
+    a transaction pooler is listened to on its ``WAKEUP_DATABASES`` alias, or polled, with a warning.
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
-        self._aliases = [a for a in dict.fromkeys(aliases) if listen and backend_for(a).features.can_listen]
+        listened = [a for a in dict.fromkeys(aliases) if listen and backend_for(a).features.can_listen]
+        for alias in listened:
+            if wakeup_alias(alias) is None:
+                logger.warning(
+                    "Database %r goes through a transaction pooler (DISABLE_SERVER_SIDE_CURSORS), which keeps no "
+                    "LISTEN: its queues are polled. Name a direct alias to the same database in "
+                    "NEXUS_QUEUES['WAKEUP_DATABASES'] to wake at once.", alias, extra={"action": "listen"},
+                )
+        self._aliases = [a for a in dict.fromkeys(map(wakeup_alias, listened)) if a is not None]
         self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)

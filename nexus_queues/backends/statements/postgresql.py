@@ -12,6 +12,10 @@ class PostgresStatements(Statements):
         "Read the server's clock as of this statement (CURRENT_TIMESTAMP stands still in a transaction).",
         "SELECT statement_timestamp()",
     )
+    SERVER_PORT = Statement(
+        "The port the server listens on (a connection that reached another one goes through a proxy).",
+        "SELECT current_setting('port')::int",
+    )
     JSON_FROM_TEXT = Statement("A text column's value as a jsonb column's.", "{}::jsonb")
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     CLAIMED_IDS = Statement(
