@@ -1,7 +1,7 @@
 """Bring what a tox environment's tests need onto this machine before they run: ``python tests/provision.py ENV``.
 
-Where it can (as root, on Debian), it starts a local database server or broker that is down and installs Java and
-Chromium from Debian's packages. Where it cannot, it says nothing: the tests that need the missing piece skip, one
+Where it can (as root, on Debian), it starts a local database server or broker that is down and installs Java,
+Chromium and (for PostgreSQL) PgBouncer from Debian's packages. Where it cannot, it says nothing: the tests that need the missing piece skip, one
 summary line saying how to get it (``tests/required.py``), or fail under ``CI=true``. Standard library only: it runs
 before anything else is set up.
 """
@@ -24,6 +24,8 @@ LOCK = Path(tempfile.gettempdir()) / "nexus_queues_provision.lock"
 PATIENCE = 60.0
 """Seconds a started service gets to take connections."""
 POSTGRES_VERSIONS = Path("/etc/postgresql")
+PGBOUNCER = os.environ.get("NEXUS_PGBOUNCER", "/usr/sbin/pgbouncer")
+"""Where the PgBouncer tests look for it (``tests/pgbouncer.py``): outside root's PATH on Debian."""
 
 
 def main(env: str) -> None:
@@ -33,6 +35,8 @@ def main(env: str) -> None:
         for engine, (name, default_port, start) in SERVERS.items():
             if engine in env:
                 database_server(name, default_port, start())
+        if "postgres" in env:
+            package(PGBOUNCER, "pgbouncer", "the transaction-pooling tests put a real PgBouncer before PostgreSQL")
         service("RabbitMQ", "127.0.0.1", 5672, ["rabbitmq-server", "-detached"])
         if env != "quick":
             package("java", "openjdk-17-jre-headless", "Spark's tests run a real local Spark")
