@@ -17,13 +17,17 @@ PREPARED_BEHIND_POOLER, PROXY_NOT_DECLARED, BAD_WAKEUP_DATABASE = (
 )
 
 
+def session_alias(alias: str) -> str:
+    """The alias for what needs a session on ``alias``'s database (LISTEN, a lock held while a process lives): its
+    ``WAKEUP_DATABASES`` entry, else ``alias`` itself."""
+    return (settings.WAKEUP_DATABASES or {}).get(alias, alias)
+
+
 def wakeup_alias(alias: str) -> str | None:
     """The alias whose connection LISTENs for ``alias``'s wake-ups: its ``WAKEUP_DATABASES`` entry, else ``alias``
     itself, or None when ``alias`` goes through a transaction pooler without one (its loops poll)."""
-    direct = (settings.WAKEUP_DATABASES or {}).get(alias)
-    if direct is not None:
-        return direct
-    return None if backend_for(alias).transaction_pooled() else alias
+    direct = session_alias(alias)
+    return None if direct == alias and backend_for(alias).transaction_pooled() else direct
 
 
 def check_prepared_statements(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -1,9 +1,9 @@
 """Bring what a tox environment's tests need onto this machine before they run: ``python tests/provision.py ENV``.
 
 Where it can (as root, on Debian), it starts a local database server or broker that is down and installs Java,
-Chromium and (for PostgreSQL) PgBouncer from Debian's packages. Where it cannot, it says nothing: the tests that need the missing piece skip, one
-summary line saying how to get it (``tests/required.py``), or fail under ``CI=true``. Standard library only: it runs
-before anything else is set up.
+Chromium and (for PostgreSQL) PgBouncer from Debian's packages. Where it cannot, it says nothing: the tests that need
+the missing piece skip, one summary line saying how to get it (``tests/required.py``), or fail under ``CI=true``.
+Standard library only: it runs before anything else is set up.
 """
 
 from __future__ import annotations

@@ -6,10 +6,14 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.db import connections
+from django.test import override_settings
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.backends import backend_for
+from nexus_queues.contrib.spark.drivers import settle, watched
 from tests.api_client import Api, make_user
 from tests.commands import reports, wait_until
 from tests.testapp.more_queues import Ping
@@ -112,3 +116,14 @@ def test_api__enqueue_list_and_update(pooled):
     assert sorted(m["message"]["name"] for m in items) == ["a", "b"]
     changed = api.post(f"queues/greetings/messages/{items[0]['id']}/status", {"status": "OnHold"})
     assert changed.status_code == 200 and changed.json()["status"] == "OnHold"
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "queues"])
+def test_spark_driver_lock__is_held_on_the_direct_connection(pooled):
+    """A Spark sync driver's lock needs a session: it is held on the WAKEUP_DATABASES alias, so a live driver's sync
+    stays running, and one whose session ended (its process died) shows failed."""
+    direct = {**settings.NEXUS_QUEUES, "WAKEUP_DATABASES": {"default": "queues"}}
+    with override_settings(NEXUS_QUEUES=direct), watched("default", "greetings"):
+        assert settle("default") == 0
+        connections["queues"].close()  # as when the driver's process dies
+        assert settle("default") == 1

@@ -2,7 +2,8 @@
 
 The lock belongs to the driver's database connection (PostgreSQL: a session advisory lock; MariaDB/MySQL:
 GET_LOCK; SQLite: a file lock beside the database), so the database or the operating system releases it
-the moment the driver's process dies, however it dies: no heartbeat, no clock, no delay.
+the moment the driver's process dies, however it dies: no heartbeat, no clock, no delay. Behind a transaction
+pooler (PgBouncer) the lock is held on the alias's direct connection of ``WAKEUP_DATABASES``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...backends import backend_for
+from ...pooling import session_alias
 from .models import Sync
 
 STOPPED = "The sync's driver stopped before the sync finished: nothing was stored."
@@ -30,7 +32,7 @@ def watched(alias: str, queue: str) -> Iterator[Sync]:
     with ExitStack() as stack:
         with transaction.atomic(using=alias):  # held before the record is seen: never running without it
             record = Sync.objects.using(alias).create(queue=queue, watched=True)
-            stack.enter_context(backend_for(alias).hold(lock_name(record.pk)))
+            stack.enter_context(backend_for(session_alias(alias)).hold(lock_name(record.pk)))
         yield record
 
 
