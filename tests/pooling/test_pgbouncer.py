@@ -34,7 +34,10 @@ def test_enqueue__one_and_many_are_stored(pooled):
     enqueue(Greeting(name="one"))
     enqueue_many([Greeting(name=f"many {i}") for i in range(1000)])
     enqueue_many([Product(sku=f"S{i}", name="p") for i in range(300)])  # identity: the upsert path
-    assert Greeting.queue_model.objects.pending().count() == 1001
+    result = enqueue_many([Greeting(name="with id") for _ in range(50)], return_ids=True)  # ids from the sequence
+    assert len(set(result.ids)) == 50
+    assert Greeting.queue_model.objects.filter(pk__in=result.ids).count() == 50
+    assert Greeting.queue_model.objects.pending().count() == 1051
     assert Product.queue_model.objects.count() == 300
 
 
