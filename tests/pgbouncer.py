@@ -7,6 +7,7 @@ with ``-u postgres``. The tests, the benchmark and any script may use :func:`sta
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -18,8 +19,9 @@ from typing import Any
 
 COMMAND = os.environ.get("NEXUS_PGBOUNCER") or shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 """The PgBouncer executable (``NEXUS_PGBOUNCER`` names another)."""
-RUN_AS = "postgres"
-"""The system user PgBouncer runs as when started by root (Debian's PostgreSQL package makes it)."""
+RUN_AS = ("postgres", "nobody")
+"""The system users PgBouncer may run as when started by root, the first that exists (Debian's PostgreSQL package
+makes ``postgres``)."""
 PATIENCE = 30.0
 """Seconds PgBouncer gets to take connections."""
 
@@ -50,13 +52,13 @@ def start(server: dict[str, Any], pool_mode: str = "transaction") -> Bouncer:
     target = f"host={server.get('HOST') or '127.0.0.1'} port={server.get('PORT') or 5432}"
     if server.get("USER"):
         target += f" user={server['USER']}" + (f" password={server['PASSWORD']}" if server.get("PASSWORD") else "")
-    (folder / "users.txt").write_text(f'"{server.get("USER") or RUN_AS}" ""\n')
+    (folder / "users.txt").write_text(f'"{server.get("USER") or "postgres"}" ""\n')
     (folder / "pgbouncer.ini").write_text(
         f"[databases]\n* = {target}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n"
         f"unix_socket_dir =\nauth_type = trust\nauth_file = {folder / 'users.txt'}\npool_mode = {pool_mode}\n"
         "max_client_conn = 200\ndefault_pool_size = 20\nignore_startup_parameters = extra_float_digits\n"
     )
-    run_as = ["-u", RUN_AS] if os.geteuid() == 0 else []
+    run_as = ["-u", next(user for user in RUN_AS if _exists(user))] if os.geteuid() == 0 else []
     with (folder / "pgbouncer.log").open("wb") as log:
         proc = subprocess.Popen([COMMAND, *run_as, str(folder / "pgbouncer.ini")], stdout=log, stderr=log)
     bouncer = Bouncer(port, proc, folder)
@@ -84,6 +86,14 @@ def stop(bouncer: Bouncer) -> None:
 def through(settings: dict[str, Any], bouncer: Bouncer) -> dict[str, Any]:
     """Django's database ``settings`` reaching the same database through ``bouncer``, declared transaction-pooled."""
     return {**settings, "HOST": "127.0.0.1", "PORT": bouncer.port, "DISABLE_SERVER_SIDE_CURSORS": True}
+
+
+def _exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
 
 
 def _free_port() -> int:
