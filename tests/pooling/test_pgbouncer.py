@@ -98,11 +98,13 @@ def test_nexus_dispatch__makes_sleeping_messages_pending(pooled, manage):
 
 
 def test_admin__pages_and_actions_work(pooled, admin_client):
-    """The dashboard, a queue's change list and change form, and a bulk action, through PgBouncer."""
+    """The index, the dashboard, the jobs, runs and processes pages, a queue's change list and change form, and a
+    bulk action, through PgBouncer."""
     enqueue_many([Greeting(name=f"g{i}") for i in range(30)])
     item = Greeting.queue_model.objects.order_by("pk").first()
     url = "/admin/testapp/greetingqueueitem/"
-    for page in ("/admin/", url, f"{url}?status=Pending", f"{url}{item.pk}/change/"):
+    ours = [f"/admin/nexus_queues/{page}/" for page in ("dashboard", "jobs", "jobrun", "workerprocess")]
+    for page in ("/admin/", *ours, url, f"{url}?status=Pending", f"{url}{item.pk}/change/"):
         assert admin_client.get(page).status_code == 200, page
     data = {"action": "set_custom_status", "_selected_action": [str(item.pk)], "apply": "1", "status": "OnHold"}
     assert admin_client.post(url, data).status_code == 302
