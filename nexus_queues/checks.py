@@ -123,8 +123,8 @@ def check_api_docs_offline(app_configs: Any = None, **kwargs: Any) -> list[check
 
 def _api_docs_served() -> str:
     """The API docs page's path, or "" when the API is not installed or not in the URLconf."""
-    if find_spec("ninja") is None:
-        return ""
+    if find_spec("ninja") is None or not hasattr(django_settings, "ROOT_URLCONF"):
+        return ""  # no URLconf (a worker-only or script project): nothing is served
     try:
         return reverse("nexus_queues:openapi-view")  # the namespace nexus_queues.api gives its NinjaAPI
     except NoReverseMatch:

@@ -130,3 +130,13 @@ def test_check_api_docs_offline__warns_without_ninja_installed(run_django):
     assert bare.stdout.startswith("nexus_queues.W004 The API docs page (/nexus/docs) loads Swagger UI from a CDN")
     assert 'Add "ninja" to INSTALLED_APPS' in bare.stdout
     assert run_django(code).stdout == ""
+
+
+def test_check_api_docs_offline__passes_a_project_without_urlconf(run_django):
+    """A project with no ROOT_URLCONF (workers or scripts only) serves no docs page: nothing to warn about."""
+    code = (
+        "from django.conf import settings\ndel settings.ROOT_URLCONF\n"
+        "from nexus_queues.checks import check_api_docs_offline as c\nprint(c())\n"
+    )
+    result = run_django(code, settings="tests.settings_bare")
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
