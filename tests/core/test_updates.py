@@ -6,6 +6,8 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import (
@@ -211,6 +213,22 @@ def test_update_status__by_json_property():
     }
     assert update_status(Product, "Hold", message__prices__0__currency="SEK") == 1
     assert Product.queue_model.objects.get(message_id="A").status == "Hold"
+
+
+@pytest.mark.engines("postgresql")
+def test_update_status__by_json_property_reads_an_index_on_its_path_on_postgresql():
+    """An index on ``(message -> 'name')``, as the statuses guide shows, is what ``message__name=...`` compares:
+    the statement update_status runs reads it instead of the whole table."""
+    enqueue_many([ProductFactory(sku="A", name="Chair"), ProductFactory(sku="B", name="Table")])
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE INDEX products_message_name ON nexus_products ((message -> 'name'))")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        with CaptureQueriesContext(connection) as queries:
+            assert update_status(Product, "Hold", message__name="Chair") == 1
+        (statement,) = [q["sql"] for q in queries if q["sql"].startswith("UPDATE")]
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row for (row,) in cursor.fetchall())
+    assert "products_message_name" in plan and "Seq Scan" not in plan, plan
 
 
 def test_update_status__by_status_and_queue_name():
