@@ -7,3 +7,29 @@ class Ping(QueueMessage, queue="pings"):
     """The smallest message."""
 
     n: int = 0
+
+
+class Errand(QueueMessage, queue="errands", concurrency_limit=2):
+    """At most two Leased at once, across every worker."""
+
+    n: int = 0
+
+
+class Visit(QueueMessage, queue="visits", concurrency_limit=1, concurrency_key="customer"):
+    """At most one Leased at once per customer."""
+
+    customer: str
+    n: int = 0
+
+
+class Beat(QueueMessage, queue="beats", rate_limit="10/s"):
+    """At most ten leases in any one second."""
+
+    n: int = 0
+
+
+class Reminder(QueueMessage, queue="reminders", rate_limit="2/h", rate_key="customer"):
+    """At most two leases an hour per customer."""
+
+    customer: str
+    n: int = 0
