@@ -6,9 +6,9 @@ A queue without limits never comes here: its claim is the plain one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -17,16 +17,20 @@ from django.db.models import Count, Min, Q, QuerySet, Sum, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from .backends import Backend, Claim
+from .backends import Backend, Claim, backend_for
 from .flow_limits import FlowLimits
 from .models import LimitedStart, LimitTurn
 from .quarantine import read_around
+from .registry import registry
 from .status import Status
 
 if TYPE_CHECKING:
     from .messages import QueueMessage
     from .models import JobRun, QueueItem
 
+SCAN_AHEAD = 100
+"""How many rows past the batch a claim with a key reads, to fill the batch with other keys' rows when the first
+in line share a key (rows of keys already full are skipped in SQL, not read)."""
 _OPENS_AT: dict[tuple[str, str], datetime] = {}
 """By (database alias, queue): when the rate that held this process's last claim back lets a message start again."""
 
@@ -75,6 +79,20 @@ def opens_at(message_class: type[QueueMessage]) -> datetime | None:
     return _OPENS_AT.get((message_class.queue_options.database, message_class.queue_name()))
 
 
+def until_rates_open(message_classes: Iterable[type[QueueMessage]], now: datetime) -> list[float]:
+    """Seconds until each rate that held this process's last claim of one of ``message_classes`` back lets a
+    message start again (a waiting worker wakes then)."""
+    opening = (opens_at(message_class) for message_class in message_classes if message_class.queue_options.limits)
+    return [(at - now).total_seconds() for at in opening if at is not None and at > now]
+
+
+def wake_on_release(message_class: type[QueueMessage]) -> None:
+    """In a transaction that ends leases: at its commit, wake the workers that the queue's concurrency limit may
+    hold back (a place is free)."""
+    if message_class.queue_options.limits.concurrency is not None:
+        backend_for(message_class.queue_options.database).notify(message_class.queue_name())
+
+
 def key_of(name: str) -> Cast:
     """A message field's value as text, the same way on every engine (the key a limit counts by)."""
     return Cast(KT(f"message__{name}"), output_field=TextField())
@@ -90,6 +108,18 @@ def starts_within(message_class: type[QueueMessage], now: datetime) -> QuerySet[
     rate = message_class.queue_options.limits.rate
     starts = LimitedStart.objects.using(message_class.queue_options.database).filter(queue=message_class.queue_name())
     return starts.filter(started_at__gt=now - rate.period) if rate else starts.none()
+
+
+def forget_old_starts(alias: str, now: datetime, keep: timedelta = timedelta(minutes=1)) -> int:
+    """Delete the starts that no rate on ``alias`` counts any longer (older than its period, and ``keep`` for hosts
+    whose clock runs behind); how many."""
+    forgotten = 0
+    for message_class in registry:
+        rate = message_class.queue_options.limits.rate
+        if rate is not None and message_class.queue_options.database == alias:
+            old = LimitedStart.objects.using(alias).filter(queue=message_class.queue_name())
+            forgotten += old.filter(started_at__lt=now - rate.period - keep).delete()[0]
+    return forgotten
 
 
 def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimits) -> list[QueueItem]:
@@ -175,7 +205,9 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
             rows = rows.exclude(**{f"{name}__in": full})
     rate_key = claim.model.message_class.queue_options.limits.rate_key
     picked: dict[int, str | None] = {}
-    for pk, *values in rows.values_list("pk", *names)[: room.count]:
+    for pk, *values in rows.values_list("pk", *names)[: room.count + SCAN_AHEAD]:
+        if len(picked) == room.count:
+            break
         if all(k.has_room(v) for k, v in zip(room.keys, values, strict=True)):
             for keys, value in zip(room.keys, values, strict=True):
                 keys.take(value)
