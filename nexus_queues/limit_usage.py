@@ -52,7 +52,7 @@ def limit_usage(message_class: type[QueueMessage], now: datetime, limit: int) ->
     leased = leases.count()
     started = starts.aggregate(n=Sum("count"))["n"] or 0
     pending = message_class.queue_items().pending()
-    full: dict[str, list[str]] = {}
+    full: dict[str, list[str | None]] = {}
     if limits.concurrency_key is not None:
         used = leases.annotate(k=key_of(limits.concurrency_key)).values("k").annotate(n=Count("pk"))
         full[limits.concurrency_key] = [row["k"] for row in used if row["n"] >= limits.concurrency]
@@ -72,11 +72,13 @@ def _whole_queue_full(limits: FlowLimits, leased: int, started: int) -> bool:
     return limits.rate is not None and limits.rate_key is None and started >= limits.rate.starts
 
 
-def _of_keys(rows: QuerySet[Any], values_by_field: dict[str, list[str]]) -> QuerySet[Any]:
+def _of_keys(rows: QuerySet[Any], values_by_field: dict[str, list[str | None]]) -> QuerySet[Any]:
     """The ``rows`` whose field holds one of the values given for it."""
     wanted = Q()
     for i, (name, values) in enumerate(values_by_field.items()):
         if values:
             rows = rows.annotate(**{f"nexus_key_{i}": key_of(name)})
-            wanted |= Q(**{f"nexus_key_{i}__in": values})
+            wanted |= Q(**{f"nexus_key_{i}__in": [v for v in values if v is not None]})
+            if None in values:
+                wanted |= Q(**{f"nexus_key_{i}__isnull": True})
     return rows.filter(wanted) if wanted else rows.none()

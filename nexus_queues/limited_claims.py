@@ -158,21 +158,22 @@ def _room(message_class: type[QueueMessage], limits: FlowLimits, claim: Claim) -
             room.keys.append(_KeyRoom(limits.concurrency_key, limits.concurrency, _counts(used)))
     if limits.rate is not None:
         starts = starts_within(message_class, claim.now)
-        first = starts.aggregate(first=Min("started_at"))["first"]
         if limits.rate_key is None:
-            used = starts.aggregate(n=Sum("count"))["n"] or 0
+            found = starts.aggregate(n=Sum("count"), first=Min("started_at"))
+            used, first = found["n"] or 0, found["first"]
             held = limits.rate.starts - used < room.count
             room.count = min(room.count, limits.rate.starts - used)
         else:
-            by_key = _counts(starts.values("key").annotate(n=Sum("count")).values("key", "n"), "key")
-            room.keys.append(_KeyRoom(limits.rate_key, limits.rate.starts, by_key))
+            rows = list(starts.values("key").annotate(n=Sum("count"), first=Min("started_at")))
+            first = min((row["first"] for row in rows), default=None)
+            room.keys.append(_KeyRoom(limits.rate_key, limits.rate.starts, _counts(rows, "key")))
             held = bool(room.keys[-1].full())
         if held and first is not None:
             room.opens_at = first + limits.rate.period
     return room
 
 
-def _counts(rows: QuerySet[Any], name: str = "k") -> dict[Any, int]:
+def _counts(rows: Iterable[Any], name: str = "k") -> dict[Any, int]:
     return {row[name]: int(row["n"]) for row in rows}
 
 
@@ -201,8 +202,8 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
     names = [f"nexus_key_{i}" for i in range(len(room.keys))]
     rows = _claimable(backend, claim).annotate(**{n: key_of(k.field) for n, k in zip(names, room.keys, strict=True)})
     for name, keys in zip(names, room.keys, strict=True):
-        if full := keys.full():
-            rows = rows.exclude(**{f"{name}__in": full})
+        if full := keys.full():  # a message without the field (NULL) is not in a full key's IN list, nor out of it
+            rows = rows.filter(Q(**{f"{name}__isnull": True}) | ~Q(**{f"{name}__in": full}))
     rate_key = claim.model.message_class.queue_options.limits.rate_key
     picked: dict[int, str | None] = {}
     for pk, *values in rows.values_list("pk", *names)[: room.count + SCAN_AHEAD]:

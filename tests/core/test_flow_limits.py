@@ -11,7 +11,7 @@ from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.flow_limits import FlowLimits, Rate, parse_rate
 from nexus_queues.limited_claims import opens_at
 from nexus_queues.models import JobRun, LimitedStart
-from tests.testapp.more_queues import Beat, Errand, Reminder, Visit
+from tests.testapp.more_queues import Beat, Errand, Nudge, Visit
 from tests.testapp.queues import Greeting
 
 
@@ -116,10 +116,10 @@ def test_lease__keeps_to_the_rate_in_any_window():
 
 def test_lease__rate_per_key():
     """With a key, each value has its own rate."""
-    enqueue_many([Reminder(customer=c, n=n) for n, c in enumerate("aaabbc")])
-    assert [i.message.n for i in lease(Reminder, 10)] == [0, 1, 3, 4, 5]
-    assert lease(Reminder, 10) == []
-    assert [i.message.n for i in lease(Reminder, 10, now=timezone.now() + timedelta(hours=1))] == [2]
+    enqueue_many([Nudge(customer=c, n=n) for n, c in enumerate("aaabbc")])
+    assert [i.message.n for i in lease(Nudge, 10)] == [0, 1, 3, 4, 5]
+    assert lease(Nudge, 10) == []
+    assert [i.message.n for i in lease(Nudge, 10, now=timezone.now() + timedelta(hours=1))] == [2]
 
 
 def test_lease__records_the_run_of_a_limited_claim():

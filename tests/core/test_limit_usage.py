@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from nexus_queues import enqueue_many, lease
 from nexus_queues.limit_usage import limit_usage
-from tests.testapp.more_queues import Beat, Errand, Reminder, Visit
+from tests.testapp.more_queues import Beat, Errand, Nudge, Visit
 from tests.testapp.queues import Greeting
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def test_limit_usage__rate_counts_the_starts_in_its_period():
 
 def test_limit_usage__rate_per_key():
     """A rate with a key holds back the messages of the key values that reached it."""
-    enqueue_many([Reminder(customer=c) for c in "aaab"])
-    lease(Reminder, 10)
-    usage = limit_usage(Reminder, timezone.now(), 100)
+    enqueue_many([Nudge(customer=c) for c in "aaab"])
+    lease(Nudge, 10)
+    usage = limit_usage(Nudge, timezone.now(), 100)
     assert (usage.started, usage.full_keys, usage.waiting) == (3, 1, 1)
