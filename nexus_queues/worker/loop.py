@@ -176,11 +176,11 @@ class Worker:
         if worked:
             return 0
         backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
-        if self.burst and not backing_off:
+        rates = until_rates_open([job.message_class for job in enabled], timezone.now())  # not the peek delay
+        if self.burst and not backing_off and not rates:  # a burst waits for a rate, not for other workers
             return None
         # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
         until_tick = (self._next_tick() - timezone.now()).total_seconds()
-        rates = until_rates_open([job.message_class for job in enabled], timezone.now())  # not the peek delay
         waits = (pause - (self.clock() - started), self.peek_delay.total_seconds(), until_tick, *backing_off, *rates)
         return max(0.0, min(waits))
 

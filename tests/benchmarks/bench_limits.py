@@ -7,7 +7,8 @@ Each queue gets N messages (untimed); then, round after round so that every queu
 times ``lease(queue, BATCH)`` until the round's share is leased, marking each batch processed (untimed) so that
 the limits, set far above the load, never hold a claim back: what is measured is what the limit's bookkeeping
 costs, not waiting. Prints the median and mean claim in microseconds, and each against the queue without limits.
-The tables are made for the run (``tests.testapp.scratch``) and dropped at the end; the database must be migrated.
+The database is migrated first; the queues' tables are made for the run (``tests.testapp.scratch``) and dropped at
+the end.
 """
 
 import os
@@ -23,6 +24,7 @@ import django
 
 django.setup()
 
+from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from nexus_queues import QueueMessage, enqueue_many, lease, mark_processed  # noqa: E402
@@ -77,6 +79,7 @@ def claims(queue: type[QueueMessage], count: int) -> list[float]:
 
 
 def main() -> None:
+    call_command("migrate", verbosity=0)
     with connection.schema_editor() as editor:
         for queue in QUEUES:
             editor.create_model(queue.queue_model)
