@@ -132,6 +132,8 @@ def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimit
         items, keys = _lease(backend, claim, run, room) if room.count > 0 else ([], {})
         if items and limits.rate is not None:
             _record_starts(message_class, items, keys, claim.now)
+        if room.opens_at is not None and not _claimable(backend, claim).exists():
+            room.opens_at = None  # the rate holds nothing back: nothing else is Pending
     if room.opens_at is None:
         _OPENS_AT.pop(key, None)
     else:

@@ -114,6 +114,15 @@ def test_lease__keeps_to_the_rate_in_any_window():
     assert sum(LimitedStart.objects.filter(queue="beats").values_list("count", flat=True)) == 20
 
 
+def test_lease__a_rate_that_holds_nothing_back_sets_no_wake_up():
+    """A claim that the rate cut short but that left nothing Pending gives the worker no time to wake for."""
+    enqueue_many([Beat(n=n) for n in range(10)])
+    assert len(lease(Beat, 20)) == 10
+    assert opens_at(Beat) is None
+    enqueue_many([Beat(n=10)])
+    assert lease(Beat, 20) == [] and opens_at(Beat) is not None
+
+
 def test_lease__rate_per_key():
     """With a key, each value has its own rate."""
     enqueue_many([Nudge(customer=c, n=n) for n, c in enumerate("aaabbc")])
