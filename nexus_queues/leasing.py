@@ -8,7 +8,7 @@ from functools import partial
 
 from django.utils import timezone
 
-from . import signals
+from . import limited_claims, signals
 from .backends import Claim, backend_for
 from .exceptions import InvalidArgument
 from .messages import QueueMessage
@@ -34,6 +34,7 @@ def lease(
     Every call gets its own correlation id (a new one unless given), stored on the rows and
     used to fence their completion. Returns the leased items in FIFO order. A job ``run``, when
     given, is recorded in the same transaction if anything was leased (the worker's runs are).
+    A queue with flow limits leases no more than they leave room for (perhaps none): the others wait Pending.
     """
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise InvalidArgument(f"count must be a positive integer, got {count!r}.")
@@ -43,9 +44,11 @@ def lease(
     now = now or timezone.now()
     claim = Claim(message_class.queue_model, count, now, now + lease_time, correlation_id or uuid.uuid4().hex)
     backend = backend_for(message_class.queue_options.database)
+    limits = message_class.queue_options.limits
+    work = partial(limited_claims.claim, backend, claim, run, limits) if limits else partial(backend.claim, claim, run)
     # MariaDB may still pick a claim as a deadlock's victim beside an operator's bulk change (index locks):
     # the claim was rolled back whole, so it is made again.
-    items = retried(backend.alias, partial(backend.claim, claim, run))
+    items = retried(backend.alias, work)
     signals.send_items(signals.leased, items)
     return items
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -12,6 +12,8 @@ from django.db.models import QuerySet
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit, UnstorableValue
+from .flow_limits import OPTION_NAMES as FLOW_LIMIT_OPTIONS
+from .flow_limits import FlowLimits, flow_limits
 from .models import JobRun, QueueItem, QueueItemQuerySet, QueueSettings, QueueSettingsQuerySet, create_queue_model
 from .registry import registry
 from .serialization import unstorable_text
@@ -44,6 +46,9 @@ class QueueOptions:
     dispatch loop) for longer than ``HEALTH_NO_WORKER_GRACE``; False for a queue run only in bursts or by own code."""
     database: str = "default"
     default_status: str = Status.PENDING
+    limits: FlowLimits = field(default_factory=FlowLimits)
+    """The concurrency and rate limits every worker's claim keeps to (class keywords ``concurrency_limit``,
+    ``concurrency_key``, ``rate_limit``, ``rate_key``)."""
     name_derived: bool = False
     """True when the queue name comes from the class name (renaming it makes a new queue)."""
 
@@ -60,7 +65,7 @@ class QueueOptions:
 
 
 _UNSET: Any = object()
-_OPTION_NAMES = frozenset(QueueOptions.__dataclass_fields__) - {"name_derived"}
+_OPTION_NAMES = frozenset(QueueOptions.__dataclass_fields__) - {"name_derived", "limits"} | set(FLOW_LIMIT_OPTIONS)
 
 
 def queue_name_from_class(class_name: str) -> str:
@@ -114,7 +119,7 @@ def _options(cls: type, identity: bool, **kwargs: Any) -> QueueOptions:
         category=str(kwargs.pop("category", "") or ""), verbose_name=_verbose_name(cls, kwargs),
         health_check=bool(kwargs.pop("health_check", True)),
         health_needs_worker=_flag(cls, "health_needs_worker", kwargs.pop("health_needs_worker", True)),
-        name_derived=name_derived,
+        limits=flow_limits(cls, set(getattr(cls, "model_fields", {})), kwargs), name_derived=name_derived,
     )
 
 
@@ -149,7 +154,8 @@ class QueueMessage(BaseModel):
 
     Class keywords: ``queue``, ``idempotent``, ``keep_processed_for``, ``category``, ``verbose_name``,
     ``health_status_when_errors``, ``health_check``, ``health_max_pending``, ``health_max_pending_age``,
-    ``health_needs_worker``, ``database``, ``default_status``,
+    ``health_needs_worker``, ``database``, ``default_status``, ``concurrency_limit``, ``concurrency_key``,
+    ``rate_limit``, ``rate_key`` (the flow-control guide),
     ``abstract`` (a base with shared fields, no queue).
     """
 

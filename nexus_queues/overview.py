@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Min, QuerySet
+from django.utils import timezone
 
 from .counting import count_up_to
 from .health import QueueHealth, queue_health
+from .limit_usage import LimitUsage, limit_usage
 from .messages import QueueMessage
 from .updates import default_status
 
@@ -46,6 +48,8 @@ class QueueOverview:
     the metrics read too); None when none is Pending."""
     default_status: str
     processing_enabled: bool
+    limits: LimitUsage | None = None
+    """The use of the queue's concurrency and rate limits, and what waits on them; None without limits."""
 
 
 def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOverview:
@@ -60,4 +64,5 @@ def queue_overview(message_class: type[QueueMessage], limit: int) -> QueueOvervi
         pending_since=first_in_line,
         default_status=default_status(message_class),
         processing_enabled=message_class.queue_settings().processing_enabled(),
+        limits=limit_usage(message_class, timezone.now(), limit),
     )

@@ -10,11 +10,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import models, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from ..changes import Change
 from ..conf import settings
 from ..quarantine import read_around
+from ..status import Status
 from . import hydration
 from .rows import INSERT_COLUMNS, STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow, by_message_id
 from .session import Session
@@ -173,6 +174,28 @@ class Backend(Session):
         now = self.adapt(claim.now)
         params = [self.adapt(claim.lease_until), claim.correlation_id, now, now, claim.count]
         return CLAIM_STATEMENTS[key], params
+
+    def lease_picked(self, claim: Claim, ids: Sequence[int]) -> list[QueueItem]:
+        """Lease those of rows ``ids`` that are still Pending, as :meth:`claim` leases the rows it picks (a claim
+        under flow limits picked them); return them in the queue's lease order. Records no run."""
+        rows = self._claimable(claim.model, claim.now).filter(pk__in=ids)
+        if self.features.has_skip_locked:
+            rows = rows.select_for_update(skip_locked=True)
+        return self._lease_rows(claim, list(rows))
+
+    def _lease_rows(self, claim: Claim, items: list[QueueItem]) -> list[QueueItem]:
+        """Lease ``items`` (rows this transaction holds) under ``claim``, and update them to match."""
+        changes = {
+            "status": Status.LEASED,
+            "lease_expires_at": claim.lease_until,
+            "correlation_id": claim.correlation_id,
+            "updated_at": claim.now,
+        }
+        rows = claim.model.objects.using(self.alias).filter(pk__in=[i.pk for i in items])
+        rows.update(attempts=F("attempts") + 1, **changes)
+        for item in items:
+            item.__dict__.update(changes, attempts=item.attempts + 1)
+        return items
 
     def _order(self, model: type[QueueItem]) -> str:
         """The model's lease ordering as SQL (``-priority`` -> ``priority DESC``)."""

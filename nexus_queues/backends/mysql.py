@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from ..changes import Change
-from ..status import Status
 from .base import Backend
 from .budget import Budget
 from .features import MySQLFeatures
@@ -210,18 +209,8 @@ class MySQLBackend(Backend):
                 cursor.execute(self.sql.SET_LOCK_WAIT.text, [before])
 
     def _claim(self, claim: Claim) -> list[QueueItem]:
-        manager = claim.model.objects.using(self.alias)
-        items = list(self._claimable(claim.model, claim.now).select_for_update(skip_locked=True)[: claim.count])
-        changes = {
-            "status": Status.LEASED,
-            "lease_expires_at": claim.lease_until,
-            "correlation_id": claim.correlation_id,
-            "updated_at": claim.now,
-        }
-        manager.filter(pk__in=[i.pk for i in items]).update(attempts=F("attempts") + 1, **changes)
-        for item in items:
-            item.__dict__.update(changes, attempts=item.attempts + 1)
-        return items
+        rows = self._claimable(claim.model, claim.now).select_for_update(skip_locked=True)[: claim.count]
+        return self._lease_rows(claim, list(rows))
 
     def update_leased(
         self, model: type[QueueItem], ids: Sequence[int], correlation_id: str, change: Change

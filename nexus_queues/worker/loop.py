@@ -24,6 +24,7 @@ from ..jobs.periodic_jobs import PeriodicJob, periodic_jobs
 from ..jobs.queue_jobs import QueueJob, jobs
 from ..jobs.schedules import EPOCH
 from ..jobs.timetables import QueueTimetable
+from ..limited_claims import forget_old_starts, until_rates_open
 from ..messages import QueueMessage
 from ..models import QueueSettings
 from ..processes import ProcessKind
@@ -175,11 +176,12 @@ class Worker:
         if worked:
             return 0
         backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
-        if self.burst and not backing_off:
+        rates = until_rates_open([job.message_class for job in enabled], timezone.now())  # not the peek delay
+        if self.burst and not backing_off and not rates:  # a burst waits for a rate, not for other workers
             return None
         # The dispatch loop's pause counts from before the jobs ran, so that a due message is not late.
         until_tick = (self._next_tick() - timezone.now()).total_seconds()
-        waits = (pause - (self.clock() - started), self.peek_delay.total_seconds(), until_tick, *backing_off)
+        waits = (pause - (self.clock() - started), self.peek_delay.total_seconds(), until_tick, *backing_off, *rates)
         return max(0.0, min(waits))
 
     def _due(self, job: type[QueueJob], now: datetime) -> bool:
@@ -214,6 +216,7 @@ class Worker:
         for alias in sorted(databases):
             _chore(f"the job runs on {alias}", partial(_purge_runs, alias))
             _chore(f"the throughput minutes on {alias}", partial(throughput.fold, alias))
+            _chore(f"the rate limits' old starts on {alias}", partial(forget_old_starts, alias, timezone.now()))
         _chore("the old worker processes", forget_processes)
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:

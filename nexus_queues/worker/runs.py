@@ -20,6 +20,7 @@ from ..exceptions import UnstorableValue
 from ..failures import message_of
 from ..jobs.queue_jobs import Outcome, QueueJob
 from ..leasing import lease
+from ..limited_claims import wake_on_release
 from ..limits import check_datetime
 from ..models import JobRun, QueueItem
 from ..retries import atomic_retried
@@ -156,6 +157,7 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
         run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
         run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
+        wake_on_release(job.message_class)
         counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
         throughput.record(run.queue, now, counts, using=alias)
 

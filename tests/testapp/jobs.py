@@ -16,7 +16,7 @@ from nexus_queues.jobs import Outcome
 from nexus_queues.models import QueueItem, QueueSettings
 from nexus_queues.worker.logs import correlation_id
 
-from .more_queues import Ping
+from .more_queues import Beat, Errand, Ping
 from .queues import Digest, Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
@@ -96,6 +96,30 @@ class PingJob(QueueJob):
                 wait_for_gate()
             time.sleep(float(os.environ.get("NEXUS_TEST_PING_SLEEP", "0")))
             report("ping", message.n)
+
+
+class ErrandJob(QueueJob):
+    """Reports ``errand-start <n> <time>`` and ``errand-end <n> <time>`` around ``NEXUS_TEST_ERRAND_SLEEP`` seconds."""
+
+    message_class = Errand
+    batch_size = 1
+
+    def process(self, message: Errand) -> None:
+        report("errand-start", message.n, repr(time.time()))
+        time.sleep(float(os.environ.get("NEXUS_TEST_ERRAND_SLEEP", "0")))
+        report("errand-end", message.n, repr(time.time()))
+
+
+class BeatJob(QueueJob):
+    """Reports ``beat <n> <lease time>`` per message: the time its claim leased it, which the rate counts."""
+
+    message_class = Beat
+    batch_size = 3
+
+    def process_batch(self, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
+        for item in items:
+            report("beat", item.message.n, repr(item.updated_at.timestamp()))
+        return {}
 
 
 class InventoryJob(QueueJob):

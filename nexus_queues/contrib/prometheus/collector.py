@@ -37,6 +37,7 @@ class QueueCollector(Collector):
         figures = read_figures(self.message_classes, now=self.now, budget=settings.METRICS_TIME_BUDGET,
                                limit=settings.METRICS_COUNT_LIMIT)
         yield from message_families(figures)
+        yield from limit_families(figures)
         yield from throughput_families(figures)
         yield from process_families(figures)
         yield from scrape_families(figures, time.monotonic() - started)
@@ -61,6 +62,34 @@ def message_families(figures: Figures) -> Iterator[Metric]:
         if found.health is not None:
             health.add_metric([queue], {state.value: found.health.status == state for state in HealthStatus})
     yield from (messages, capped, wait, health)
+
+
+def limit_families(figures: Figures) -> Iterator[Metric]:
+    """The queues' flow limits in force, their use, and the Pending messages that wait on them."""
+    concurrency = _gauge("concurrency_limit", "The queue's concurrency_limit: at most this many Leased at once (per "
+                         "value of the key, when it has one).", ["queue", "key"])
+    rate = _gauge("rate_limit_starts", "The queue's rate_limit: at most this many leases per rate_limit_period_seconds "
+                  "(per value of the key, when it has one).", ["queue", "key"])
+    period = _gauge("rate_limit_period_seconds", "The period of the queue's rate_limit.", ["queue"])
+    leased = _gauge("limit_leased", "Leased messages whose lease has not run out: what concurrency_limit counts.",
+                    ["queue"])
+    started = _gauge("limit_started", "Leases within the rate's period: what rate_limit counts.", ["queue"])
+    waiting = _gauge("limit_waiting_messages", "Pending messages the limits hold back now, counted up to "
+                     "METRICS_COUNT_LIMIT.", ["queue"])
+    for queue, found in figures.queues.items():
+        usage = found.limits
+        if usage is None:
+            continue
+        limits = usage.limits
+        if limits.concurrency is not None:
+            concurrency.add_metric([queue, limits.concurrency_key or ""], limits.concurrency)
+            leased.add_metric([queue], usage.leased)
+        if limits.rate is not None:
+            rate.add_metric([queue, limits.rate_key or ""], limits.rate.starts)
+            period.add_metric([queue], limits.rate.period.total_seconds())
+            started.add_metric([queue], usage.started)
+        waiting.add_metric([queue], int(usage.waiting))
+    yield from (concurrency, rate, period, leased, started, waiting)
 
 
 def throughput_families(figures: Figures) -> Iterator[Metric]:

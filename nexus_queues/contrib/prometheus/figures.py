@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count
 
 from ...health import QueueHealth, evaluate, queue_state
+from ...limit_usage import LimitUsage, limit_usage
 from ...messages import QueueMessage
 from ...models import WorkerProcess, WorkerProcessQueue
 from ...overview import status_counts
@@ -29,6 +30,8 @@ class QueueFigures:
     """How long the Pending message first in line has been Pending; None when none is."""
     health: QueueHealth | None
     """None when the queue's health check is off."""
+    limits: LimitUsage | None = None
+    """The use of the queue's concurrency and rate limits; None without limits."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ def queue_figures(message_class: type[QueueMessage], now: datetime, limit: int) 
         counts=counts,
         oldest_pending_wait=state.oldest_pending_wait,
         health=evaluate(state, message_class.queue_options) if health_check else None,
+        limits=limit_usage(message_class, now, limit),
     )
 
 
