@@ -80,7 +80,8 @@ class ProductJob(QueueJob):
 class PingJob(QueueJob):
     """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice.
     ``NEXUS_TEST_BATCH`` sets the batch size, ``NEXUS_TEST_PING_SLEEP`` slows reported pings down,
-    ``NEXUS_TEST_PING_GATE`` holds ping 0 (and its batch) until the gate opens."""
+    ``NEXUS_TEST_PING_GATE`` holds ping 0 (and its batch) until the gate opens, ``NEXUS_TEST_PING_STARTS`` reports
+    each ping's start time."""
 
     message_class = Ping
     batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
@@ -88,6 +89,8 @@ class PingJob(QueueJob):
     backoff = timedelta(milliseconds=200)
 
     def process(self, message: Ping) -> None:
+        if os.environ.get("NEXUS_TEST_PING_STARTS"):  # bench_workers.py: when each ping's job started
+            report("ping-started", message.n, time.time())
         if message.n < 0:
             report("ping-failed", message.n)
             raise RuntimeError(f"ping {message.n} failed")
