@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ..membership import BATCH_HEADER
+from ..models import Batch
 from ..overview import present_statuses
 
 
@@ -41,3 +44,26 @@ class HasErrorFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(error_type="")
         return queryset
+
+
+class BatchFilter(admin.SimpleListFilter):
+    """The members of a batch (the queue's latest batches offered; any batch id taken from the URL)."""
+
+    title = "batch"
+    parameter_name = "batch"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        queue = model_admin.model.message_class.queue_name()
+        batches = Batch.objects.using(model_admin.model.message_class.queue_options.database).filter(queue=queue)
+        return [(str(batch.pk), str(batch)) for batch in batches.order_by("-pk")[:10]]
+
+    def has_output(self) -> bool:
+        return bool(self.lookup_choices) or self.value() is not None
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            raise IncorrectLookupParameters(f"A batch is named by its id, not {value!r}.")
+        return queryset.filter(**{f"headers__{BATCH_HEADER}": int(value)})

@@ -12,7 +12,16 @@ from nexus_queues.models import QueueSettings
 from nexus_queues.start_requests import needs_request
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
-from tests.testapp.jobs import DigestJob, GreetingJob, Heartbeat, InventoryJob, PingJob, ProductJob, ShipmentJob
+from tests.testapp.jobs import (
+    BatchReportJob,
+    DigestJob,
+    GreetingJob,
+    Heartbeat,
+    InventoryJob,
+    PingJob,
+    ProductJob,
+    ShipmentJob,
+)
 from tests.testapp.queues import Audit, Greeting, Product
 
 
@@ -31,14 +40,14 @@ class Recorder(QueueJob, abstract=True):
 
 def test_jobs__autodiscovered_from_each_apps_jobs_module():
     """The test app's jobs module is found at start-up: one job per queue (the task queues' jobs beside them)."""
-    assert list(jobs)[:6] == [DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob]
-    assert [job.message_class.queue_name() for job in list(jobs)[6:]] == ["tasks_default", "tasks_reports"]
+    assert list(jobs)[:7] == [BatchReportJob, DigestJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob]
+    assert [job.message_class.queue_name() for job in list(jobs)[7:]] == ["tasks_default", "tasks_reports"]
     assert jobs.get("products") is ProductJob
 
 
 def test_jobs__unknown_queue_names_those_with_jobs():
     """Asking for a queue without a job says which queues have one."""
-    queues = "digests, greetings, inventory"
+    queues = "batch_reports, digests, greetings, inventory"
     with pytest.raises(NotRegistered, match=f"No job processes queue 'audits'. Queues with jobs: {queues}"):
         jobs.get("audits")
 
