@@ -83,7 +83,7 @@ class Digest(QueueMessage, queue="digests", category="Scheduled"):
     text: str
 
 
-class BatchReport(QueueMessage, queue="batch_reports", keep_processed_for=None, category="Tests"):
+class BatchReport(QueueMessage, queue="batch_reports", keep_processed_for=None, category="Batches"):
     """A batch's completion message: its job reports the counts it was given; kept, to be counted."""
 
     note: str = ""
