@@ -1,13 +1,17 @@
 """Batches: members counted as they finish, the completion enqueued once, clear errors for what cannot be one."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from nexus_queues import Status, batch, enqueue, enqueue_many, lease, mark_error, mark_processed, update_status
 from nexus_queues.exceptions import InvalidArgument
 from nexus_queues.models import Batch
 from nexus_queues.testing import drain
+from nexus_queues.worker.housekeeping import drop_expired
 from tests.testapp.queues import Audit, BatchReport, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +145,12 @@ def test_mark_processed__members_cost_two_queries_per_batch():
         mark_processed(items)
     batch_queries = [q for q in queries.captured_queries if "nexus_batch" in q["sql"]]
     assert len(batch_queries) == 2
+
+
+def test_drop_expired__counts_expired_members_cancelled():
+    """A member that expires before it runs is deleted by housekeeping and counts Cancelled: its batch completes."""
+    soon = timezone.now() + timedelta(minutes=1)
+    result = enqueue_many(greetings("a", "b"), batch="expiring", expires_at=soon, on_complete=BatchReport())
+    assert drop_expired(soon + timedelta(seconds=1))["greetings"] == 2
+    assert counts(result.batch) == (2, 0, 0, 2, True)
+    assert reports()[0]["cancelled"] == 2
