@@ -190,7 +190,7 @@ def _counted(alias: str, lease: _Lease, write: Callable[[], list[int]], after: s
         return write
 
     def counted() -> list[int]:
-        with transaction.atomic(using=alias):
+        with transaction.atomic(using=alias, savepoint=False):  # within the worker's acknowledgement: no savepoint
             changed = write()
             membership.finished(alias, lease.items, changed, Status.LEASED, after, timezone.now())
             return changed
