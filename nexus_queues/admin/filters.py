@@ -10,7 +10,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from ..membership import BATCH_HEADER
-from ..models import Batch
 from ..overview import present_statuses
 
 
@@ -47,18 +46,15 @@ class HasErrorFilter(admin.SimpleListFilter):
 
 
 class BatchFilter(admin.SimpleListFilter):
-    """The members of a batch (the queue's latest batches offered; any batch id taken from the URL)."""
+    """The members of the batch ``?batch=<id>`` names (the batches' admin links here); shown only then, so that
+    other views of the page make no query for it."""
 
     title = "batch"
     parameter_name = "batch"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        queue = model_admin.model.message_class.queue_name()
-        batches = Batch.objects.using(model_admin.model.message_class.queue_options.database).filter(queue=queue)
-        return [(str(batch.pk), str(batch)) for batch in batches.order_by("-pk")[:10]]
-
-    def has_output(self) -> bool:
-        return bool(self.lookup_choices) or self.value() is not None
+        value = request.GET.get(self.parameter_name)
+        return [(value, f"batch {value}")] if value else []
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
