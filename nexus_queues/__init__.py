@@ -21,6 +21,8 @@ _ENQUEUEING = {
     "enqueue": "enqueueing",
     "enqueue_many": "enqueueing",
     "EnqueueResult": "enqueueing",
+    "batch": "batches",
+    "BatchResult": "batches",
 }
 _PROCESSING = {
     "lease": "leasing",
@@ -58,6 +60,7 @@ _EXPORTS = {**_DEFINING_QUEUES, **_ENQUEUEING, **_PROCESSING, **_JOBS, **_OPERAT
 __all__ = [*_DEFINING_QUEUES, *_ENQUEUEING, *_PROCESSING, *_JOBS, *_OPERATING, *_TESTING]
 
 if TYPE_CHECKING:
+    from .batches import BatchResult, batch
     from .dispatching import dispatch_due
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health

@@ -39,6 +39,11 @@ class Change:
                 # Every value is read before any is written, as SQL's SET does.
                 item.__dict__.update({c: _raw(item, v.name) if isinstance(v, Column) else v for c, v in self.values})
 
+    @property
+    def status(self) -> str | None:
+        """The status the change sets, or None when it keeps the row's."""
+        return next((value for column, value in self.values if column == "status"), None)
+
     def as_update(self) -> dict[str, Any]:
         """The change as ``QuerySet.update()`` keyword arguments."""
         return {c: F(v.name) if isinstance(v, Column) else v for c, v in self.values}

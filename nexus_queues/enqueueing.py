@@ -12,12 +12,13 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import signals
+from . import batches, membership, signals
 from .backends import Backend, EnqueueRow, backend_for
 from .conf import settings
 from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
 from .limits import after, check_datetime
 from .messages import QueueMessage, message_id_of
+from .models.batches import Batch
 from .retries import retried
 from .serialization import canonical_json, json_hash
 from .start_requests import needs_request, request_start
@@ -36,6 +37,8 @@ class EnqueueResult:
     """Earlier versions of an id that a later message in the same call replaced."""
     ids: tuple[int, ...] | None = None
     """The ids of the rows holding ``stored``, in its order; None unless asked for with ``return_ids=True``."""
+    batch: int | None = None
+    """The id of the :class:`~nexus_queues.models.Batch` that ``enqueue_many(..., batch=...)`` made."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,11 @@ def enqueue(
     until ``at`` / now + ``delay``. ``start_processing`` wakes idle workers where the engine can;
     ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query for queues with identity)."""
     message_class = _message_class([message])
+    joining = membership.current()
+    headers = membership.headers_for(joining, message_class.queue_name(), headers)
     placement = resolve_placement(at, delay, status, expires_at, headers)
-    row = enqueue_row(message, placement, timezone.now())
+    now = timezone.now()
+    row = enqueue_row(message, placement, now)
     backend = backend_for(message_class.queue_options.database)
     backend.budget().check([row])
     notify = start_processing or settings.NOTIFY
@@ -73,7 +79,9 @@ def enqueue(
 
     def store() -> EnqueueResult:
         with transaction.atomic(using=backend.alias) if return_ids else nullcontext():
+            left = membership.replaced(backend.alias, model, [row.message_id]) if joining else {}
             stored = backend.upsert(model, [row], idempotent=idempotent, notify=notify)
+            _join(backend, message_class, joining, [row], stored, left, now)
             result = EnqueueResult(stored=(message,)) if stored else EnqueueResult(discarded=(message,))
             return _with_ids(message_class, result) if return_ids else result
 
@@ -82,6 +90,7 @@ def enqueue(
         result = retried(backend.alias, store)
     else:
         row_id = backend.insert_one(model, row, notify=notify)
+        _join(backend, message_class, joining, [row], None, {}, now)
         result = EnqueueResult(stored=(message,), ids=(row_id,) if return_ids else None)
     signals.send(signals.enqueued, message_class, backend.alias, result=result)
     return result
@@ -97,18 +106,26 @@ def enqueue_many(
     headers: Mapping[str, Any] | None = None,
     start_processing: bool = False,
     return_ids: bool = False,
+    batch: str | None = None,
+    on_complete: QueueMessage | None = None,
 ) -> EnqueueResult:
     """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
 
     All or nothing: a bad message raises before anything is written, and so does one larger than the
     database takes in a statement (:class:`MessageTooLarge`); the rest go in statements within that.
     ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues
-    with identity).
+    with identity). ``batch`` (a label) makes the messages stored a :class:`~nexus_queues.models.Batch`, whose
+    ``on_complete`` message is enqueued once all of them have finished (see :func:`nexus_queues.batch`).
     """
     messages = list(messages)
+    if batch is not None or on_complete is not None:
+        return _enqueue_batch(messages, batch, on_complete, at=at, delay=delay, status=status, expires_at=expires_at,
+                              headers=headers, start_processing=start_processing, return_ids=return_ids)
     if not messages:
         return EnqueueResult()
     message_class = _message_class(messages)
+    joining = membership.current()
+    headers = membership.headers_for(joining, message_class.queue_name(), headers)
     placement = resolve_placement(at, delay, status, expires_at, headers)
     now = timezone.now()
     rows = _rows(messages, placement, now)
@@ -126,9 +143,10 @@ def enqueue_many(
                 ids = backend.insert_many(
                     message_class.queue_model, rows, default_status=default, notify=notify, return_ids=return_ids
                 )
+                _join(backend, message_class, joining, rows, None, {}, now, default)
                 return EnqueueResult(stored=tuple(messages), ids=ids)
             placed = rows if default is None else [row._replace(status=default) for row in rows]
-            result = _upsert_many(backend, message_class, messages, placed, notify)
+            result = _upsert_many(backend, message_class, messages, placed, notify, joining, now)
             return _with_ids(message_class, result) if return_ids else result
 
     _start(message_class, start_processing)
@@ -157,13 +175,18 @@ def _upsert_many(
     messages: list[QueueMessage],
     rows: list[EnqueueRow],
     notify: bool,
+    joining: Batch | None,
+    now: datetime,
 ) -> EnqueueResult:
     idempotent = message_class.queue_options.idempotent
     last: dict[str | None, int] = {row.message_id: i for i, row in enumerate(rows)}
     earlier = [i for i, row in enumerate(rows) if last[row.message_id] != i]
     finals = sorted(last.values())
     finals_rows = [rows[i] for i in finals]
-    stored_ids = backend.upsert(message_class.queue_model, finals_rows, idempotent=idempotent, notify=notify)
+    model = message_class.queue_model
+    left = membership.replaced(backend.alias, model, [row.message_id for row in finals_rows]) if joining else {}
+    stored_ids = backend.upsert(model, finals_rows, idempotent=idempotent, notify=notify)
+    _join(backend, message_class, joining, finals_rows, stored_ids, left, now)
     repeated = {
         i for i in earlier if idempotent and rows[i].message_hash == rows[last[rows[i].message_id]].message_hash
     }
@@ -173,6 +196,42 @@ def _upsert_many(
         discarded=tuple(messages[i] for i in sorted({*repeated, *(set(finals) - set(stored))})),
         superseded=tuple(messages[i] for i in earlier if i not in repeated),
     )
+
+
+def _enqueue_batch(
+    messages: list[QueueMessage], label: str | None, on_complete: QueueMessage | None, **options: Any
+) -> EnqueueResult:
+    """``enqueue_many`` of ``messages`` as a new batch labelled ``label``."""
+    if label is None:
+        raise InvalidArgument("on_complete belongs to a batch: give enqueue_many(..., batch='a label') too.")
+    if not messages:
+        raise InvalidArgument("A batch of enqueue_many needs messages, to know their queue: got none.")
+    with batches.batch(_message_class(messages), label=label, on_complete=on_complete) as made:
+        result = enqueue_many(messages, **options)
+    return replace(result, batch=made.pk)
+
+
+def _join(
+    backend: Backend,
+    message_class: type[QueueMessage],
+    joining: Batch | None,
+    rows: list[EnqueueRow],
+    stored: set[str] | None,
+    left: dict[str, tuple[int, str]],
+    now: datetime,
+    default: str | None = None,
+) -> None:
+    """Count the ``rows`` stored (all when ``stored`` is None, else those whose message id is in it) into the
+    batch they join, and the stored rows they replaced (``left``) out of theirs."""
+    if joining is None:
+        return
+    status = rows[0].status or default
+    if status is None:
+        status = backend.default_status(message_class.queue_model)
+    count = len(rows) if stored is None else len(stored)
+    moves = [(batch, before, None) for message_id, (batch, before) in left.items() if message_id in (stored or ())]
+    membership.record(backend.alias, moves, now)
+    membership.joined(backend.alias, joining, count, status, now)
 
 
 def _with_ids(message_class: type[QueueMessage], result: EnqueueResult) -> EnqueueResult:

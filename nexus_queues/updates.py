@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.core.exceptions import FieldError, ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import changes, signals
-from .backends import backend_for
+from . import changes, membership, signals
+from .backends import Backend, backend_for
 from .changes import Change
 from .deprecations import moved_names
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .limits import check_datetime
+from .models.batches import Batch
 from .registry import registry
 from .retries import retried
-from .status import validate_settable_status
+from .status import Status, validate_settable_status
 
 if TYPE_CHECKING:
     from .messages import QueueMessage
@@ -87,12 +90,30 @@ def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: An
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
     backend = backend_for(message_class.queue_options.database)
-    values = changes.status_set(status, timezone.now()).as_update()
+    now = timezone.now()
+    values = changes.status_set(status, now).as_update()
     try:
         matching = message_class.queue_items().filter(**lookups)
-        return retried(backend.alias, partial(backend.update_matching, matching, values))
+        return retried(backend.alias, partial(_update_matching, backend, matching, values, status, now))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
+
+
+def _update_matching(
+    backend: Backend, matching: QuerySet[Any], values: dict[str, Any], status: str, now: datetime
+) -> int:
+    """``matching.update(**values)``; on a queue that has batches, with their counters in the same transaction."""
+    queue = matching.model.message_class.queue_name()
+    if not Batch.objects.using(backend.alias).filter(queue=queue).exists():
+        return backend.update_matching(matching, values)
+    with transaction.atomic(using=backend.alias):
+        backend.take_write_lock()
+        found = matching.filter(headers__has_key=membership.BATCH_HEADER).exclude(status=status)
+        rows = found.select_for_update().order_by("pk").values_list("headers", "status")
+        moves = [(batch, before, status) for headers, before in rows if (batch := membership.batch_of(headers))]
+        changed = backend.update_matching(matching, values)
+        membership.record(backend.alias, moves, now)
+        return changed
 
 
 def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:
@@ -149,7 +170,8 @@ def _changed(lease: _Lease, ids: Sequence[int]) -> list[QueueItem]:
 def _change(lease: _Lease, change: Change) -> list[int]:
     backend = backend_for(lease.model.message_class.queue_options.database)
     ids = [item.pk for item in lease.items]
-    changed = retried(backend.alias, partial(backend.update_leased, lease.model, ids, lease.correlation_id, change))
+    write = partial(backend.update_leased, lease.model, ids, lease.correlation_id, change)
+    changed = retried(backend.alias, _counted(backend.alias, lease, write, change.status))
     change.apply(lease.items, changed)
     return _report(lease, changed, change.name)
 
@@ -157,8 +179,23 @@ def _change(lease: _Lease, change: Change) -> list[int]:
 def _delete(lease: _Lease) -> list[int]:
     backend = backend_for(lease.model.message_class.queue_options.database)
     ids = [item.pk for item in lease.items]
-    deleted = retried(backend.alias, partial(backend.delete_leased, lease.model, ids, lease.correlation_id))
+    write = partial(backend.delete_leased, lease.model, ids, lease.correlation_id)
+    deleted = retried(backend.alias, _counted(backend.alias, lease, write, Status.PROCESSED))
     return _report(lease, deleted, "processed")
+
+
+def _counted(alias: str, lease: _Lease, write: Callable[[], list[int]], after: str | None) -> Callable[[], list[int]]:
+    """``write``, and when it finishes batch members, their batches' counters in the same transaction."""
+    if after not in membership.FINISHED or not membership.members(lease.items):
+        return write
+
+    def counted() -> list[int]:
+        with transaction.atomic(using=alias, savepoint=False):  # within the worker's acknowledgement: no savepoint
+            changed = write()
+            membership.finished(alias, lease.items, changed, Status.LEASED, after, timezone.now())
+            return changed
+
+    return counted
 
 
 def _report(lease: _Lease, changed: Sequence[int], what: str) -> list[int]:

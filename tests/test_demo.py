@@ -21,4 +21,6 @@ def test_nexus_demo__runs_on_a_fresh_database(tmp_path):
     lines = done.stdout.splitlines()
     assert "3 discarded as idempotent duplicates" in lines[1]
     assert lines[2].endswith("4 processed, 1 failed.")
+    assert "Batch 1 (catalogue sync) completed: 3 processed, 0 failed of 3" in lines[4]
+    assert lines[5].startswith("Leased 1 message(s) of export_prices")
     assert lines[-2:] == ["send_order_confirmation: Error: 1, Sleeping: 1", "product_updates: Pending: 1, Processed: 2"]

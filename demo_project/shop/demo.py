@@ -8,9 +8,10 @@ from datetime import timedelta
 from decimal import Decimal
 
 from nexus_queues import QueueMessage, enqueue, enqueue_many, lease, mark_error, mark_processed
+from nexus_queues.models import Batch
 
 from .prices import Price
-from .queues import ProductUpdated, SendOrderConfirmation
+from .queues import ExportPrices, ProductUpdated, SendOrderConfirmation
 
 
 def run_demo() -> Iterator[str]:
@@ -26,15 +27,22 @@ def run_demo() -> Iterator[str]:
         )
         for n in range(1, 4)
     ]
-    first = enqueue_many(products)
+    first = enqueue_many(products, batch="catalogue sync", on_complete=ExportPrices(currency="EUR"))
     again = enqueue_many(products)
     yield (
-        f"Enqueued {len(products)} products: {len(first.stored)} stored; sent again unchanged: "
-        f"{len(again.discarded)} discarded as idempotent duplicates."
+        f"Enqueued {len(products)} products as batch {first.batch}: {len(first.stored)} stored; sent again "
+        f"unchanged: {len(again.discarded)} discarded as idempotent duplicates."
     )
 
     yield from _process(SendOrderConfirmation, fail_on="ORD-3")
     yield from _process(ProductUpdated)
+    sync = Batch.objects.get(pk=first.batch)
+    export = ExportPrices.queue_items().get().message.batch
+    yield (
+        f"Batch {sync.pk} ({sync.label}) completed: {sync.processed} processed, {sync.error} failed of {sync.total}; "
+        f"its export_prices message was enqueued once, given {export.processed} processed of {export.total}."
+    )
+    yield from _process(ExportPrices)
     changed = products[0].model_copy(update={"name": "Product 1 (renamed)"})
     enqueue(changed)
     yield f"Enqueued a new version of {changed.sku}; it is Pending again and remembers the processed version."

@@ -9,7 +9,7 @@ from nexus_queues import QueueJob, periodic, previous_message
 from nexus_queues.counting import count_up_to
 
 from .prices import next_price_start, prices_at
-from .queues import ProductUpdated, SendOrderConfirmation
+from .queues import ExportPrices, ProductUpdated, SendOrderConfirmation
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,18 @@ class ProductUpdatedJob(QueueJob):
         change = f"was {_described(before, now)}" if isinstance(before, ProductUpdated) else "new"
         logger.info("Product %s is %s (%s).", message.sku, _described(message, now), change)
         return next_price_start(message.prices, now)
+
+
+class ExportPricesJob(QueueJob):
+    """Pretends to export the price list, once the catalogue sync that enqueued it is processed."""
+
+    message_class = ExportPrices
+
+    def process(self, message: ExportPrices) -> None:
+        sync = message.batch
+        assert sync is not None, "enqueued by a batch's completion"
+        logger.info("Exporting %s prices after %r: %s products processed, %s failed of %s.", message.currency,
+                    sync.label, sync.processed, sync.error, sync.total)
 
 
 @periodic("*/5 * * * *", category="Shop")

@@ -2,7 +2,7 @@
 
 from decimal import Decimal
 
-from nexus_queues import QueueMessage, QueueMessageWithId
+from nexus_queues import BatchResult, QueueMessage, QueueMessageWithId
 
 from .prices import Price
 
@@ -28,3 +28,10 @@ class ProductUpdated(QueueMessageWithId, queue="product_updates", idempotent=Tru
     @classmethod
     def get_example_message(cls) -> "ProductUpdated":
         return cls(sku="SKU-1", name="Example product", prices=[Price(currency="EUR", amount=Decimal("9.95"))])
+
+
+class ExportPrices(QueueMessage, queue="export_prices", keep_processed_for=None, category="Catalog"):
+    """Export the price list once a catalogue sync's products are all processed: a batch's completion."""
+
+    currency: str = "EUR"
+    batch: BatchResult | None = None

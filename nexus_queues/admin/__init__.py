@@ -11,8 +11,9 @@ from django.contrib import admin
 from django.utils.module_loading import import_string
 
 from ..conf import settings
-from ..models import ApiToken, JobRun, WorkerProcess
+from ..models import ApiToken, Batch, JobRun, WorkerProcess
 from ..registry import registry
+from .batches import BatchAdmin
 from .dashboard import Dashboard, add_dashboard
 from .job_runs import JobRunAdmin
 from .jobs import JobsPage, add_jobs_page
@@ -21,14 +22,14 @@ from .queues import QueueItemAdmin
 from .sites import group_index_by_category, group_queues_by_category
 from .tokens import ApiTokenAdmin
 
-__all__ = ["ApiTokenAdmin", "Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin", "WorkerProcessAdmin",
-           "autoregister", "group_queues_by_category", "register_queues"]
+__all__ = ["ApiTokenAdmin", "BatchAdmin", "Dashboard", "JobRunAdmin", "JobsPage", "QueueItemAdmin",
+           "WorkerProcessAdmin", "autoregister", "group_queues_by_category", "register_queues"]
 
 
 def register_queues(site: admin.AdminSite) -> None:
     """Register every queue not yet on ``site`` with its model's ``admin_class`` (:class:`QueueItemAdmin`, a task
-    queue's ``TaskItemAdmin``), job runs, worker processes, the jobs page and the dashboard (where each category of
-    the index links to)."""
+    queue's ``TaskItemAdmin``), job runs, worker processes, batches, the jobs page and the dashboard (where each
+    category of the index links to)."""
     for message_class in registry:
         model = message_class.queue_model
         if not site.is_registered(model):
@@ -39,6 +40,8 @@ def register_queues(site: admin.AdminSite) -> None:
         site.register(WorkerProcess, WorkerProcessAdmin)
     if not site.is_registered(ApiToken):
         site.register(ApiToken, ApiTokenAdmin)
+    if not site.is_registered(Batch):
+        site.register(Batch, BatchAdmin)
     # First, so that the index's grouping sees the Jobs and Dashboard lines in the Queues section.
     add_jobs_page(site)
     dashboard = add_dashboard(site)

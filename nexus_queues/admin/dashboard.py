@@ -1,7 +1,7 @@
 """The admin's dashboard: every queue the user may view, by category, with its messages per status, health, oldest
-Pending message, throughput and live workers, then the live processes; its figures refresh in place every few
-seconds. Every figure is read from an index, capped or from the per-minute counts: no page view counts a whole queue
-or reads the job runs."""
+Pending message, throughput and live workers, then the latest batches and the live processes; its figures refresh in
+place every few seconds. Every figure is read from an index, capped or from the per-minute counts: no page view counts
+a whole queue or reads the job runs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from django.contrib.admin import AdminSite, ModelAdmin
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, URLResolver, path, reverse
@@ -20,6 +21,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
 from ..messages import QueueMessage
+from ..models import Batch
 from ..overview import QueueOverview, queue_overview
 from ..processes import LiveProcess, WorkerProcess, live_processes
 from ..registry import registry
@@ -30,6 +32,8 @@ from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of,
 
 REFRESH_SECONDS = 5
 """How often the open page fetches its figures again."""
+BATCHES_SHOWN = 20
+"""The most batches the page lists: the latest not complete, or completed within the span."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,21 @@ class Dashboard:
             "sections": sorted(grouped.items(), key=lambda section: section[0].lower()), "span": span, "now": now,
             "processes": [(p, sorted(p.queues & names)) for p in shown],
             "processes_url": self._processes_url(request),
+            "batches": self._batches(queues, span_start(span, now)),
         }
+
+    def _batches(self, queues: list[type[QueueMessage]], since: datetime) -> list[tuple[Batch, str]]:
+        """The latest batches of ``queues`` not complete, or completed since ``since``, each with its messages' URL."""
+        by_alias: dict[str, list[type[QueueMessage]]] = defaultdict(list)
+        for message_class in queues:
+            by_alias[message_class.queue_options.database].append(message_class)
+        found: list[tuple[Batch, str]] = []
+        for alias, classes in by_alias.items():
+            urls = {mc.queue_name(): admin_url(self.admin_site, mc.queue_model, "changelist") for mc in classes}
+            recent = Q(completed_at__isnull=True) | Q(completed_at__gte=since)
+            batches = Batch.objects.using(alias).filter(recent, queue__in=urls).order_by("-pk")[:BATCHES_SHOWN]
+            found += [(batch, f"{urls[batch.queue]}?batch={batch.pk}") for batch in batches]
+        return sorted(found, key=lambda pair: pair[0].created_at, reverse=True)[:BATCHES_SHOWN]
 
     def _row(self, message_class: type[QueueMessage], span: Span, processes: list[LiveProcess],
              now: datetime) -> QueueRow:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from ..membership import BATCH_HEADER
 from ..overview import present_statuses
 
 
@@ -41,3 +43,23 @@ class HasErrorFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(error_type="")
         return queryset
+
+
+class BatchFilter(admin.SimpleListFilter):
+    """The members of the batch ``?batch=<id>`` names (the batches' admin links here); shown only then, so that
+    other views of the page make no query for it."""
+
+    title = "batch"
+    parameter_name = "batch"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        value = request.GET.get(self.parameter_name)
+        return [(value, f"batch {value}")] if value else []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            raise IncorrectLookupParameters(f"A batch is named by its id, not {value!r}.")
+        return queryset.filter(**{f"headers__{BATCH_HEADER}": int(value)})

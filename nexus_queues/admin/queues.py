@@ -28,7 +28,7 @@ from ..updates import set_default_status
 from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .examples import example_message
-from .filters import HasErrorFilter, StatusFilter
+from .filters import BatchFilter, HasErrorFilter, StatusFilter
 from .forms import (
     EnqueueForm,
     MessageJSONField,
@@ -94,7 +94,7 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     # (created, process-at, attempts, expiry, the whole correlation id, the error) is on the message's page.
     list_display: tuple[str, ...] = ("id", "message_id", "status_label", "summary", "updated", "job_run_link")
     list_filter = (StatusFilter, ("created_at", admin.DateFieldListFilter),
-                   ("updated_at", admin.DateFieldListFilter), HasErrorFilter)
+                   ("updated_at", admin.DateFieldListFilter), HasErrorFilter, BatchFilter)
     # exact, not "=" (iexact): UPPER(message_id) is in no index, and it would make the search read the table.
     search_fields: ClassVar[tuple[str, ...]] = ("message_id__exact", "message")
     search_help_text = "Text inside the message JSON, or an exact message id."

@@ -14,6 +14,7 @@ from ..jobs.control import all_jobs
 from ..registry import registry
 from . import errors
 from .auth import AUTH
+from .batches import router as batches_router
 from .bodies import JsonParser
 from .jobs import router as jobs_router
 from .messages import router as messages_router
@@ -74,3 +75,4 @@ errors.install(api)
 api.add_router("", queues_router)
 api.add_router("", messages_router)
 api.add_router("", jobs_router)
+api.add_router("", batches_router)

@@ -240,3 +240,19 @@ class JobChange(_Input):
     """Switch the job on or off."""
 
     enabled: bool
+
+
+class Batch(Schema):
+    """A batch of a queue's messages and its progress; ``completed_at`` is set once every message has finished
+    (Processed, Error or Cancelled), when its completion message was enqueued."""
+
+    id: int
+    queue: str
+    label: str
+    total: int
+    pending: int = Field(description="Messages not finished yet: waiting, sleeping, leased, abandoned or custom.")
+    processed: int
+    error: int
+    cancelled: int
+    created_at: datetime
+    completed_at: datetime | None

@@ -20,6 +20,7 @@ from ..exceptions import ConfigurationError
 from ..fields import MessageField
 from ..status import MAX_STATUS_LENGTH, Status
 from .api_tokens import ApiToken as ApiToken
+from .batches import Batch as Batch
 from .flow import LimitedStart as LimitedStart
 from .flow import LimitTurn as LimitTurn
 from .processes import WorkerProcess as WorkerProcess

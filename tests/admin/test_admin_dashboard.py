@@ -181,5 +181,5 @@ def test_dashboard__queries_bounded_by_queues_not_rows_and_never_read_job_runs(a
     assert {c: len(q) for c, q in after.items()} == {c: len(q) for c, q in before.items()}
     assert not [sql for sql in (*after["Tests"], *after[""]) if "nexus_job_run" in sql]
     # Session and user 2, live processes 1; the queue: statuses 2, count 1, oldest Pending 1, health 5 (its
-    # troubled consumers one), settings 2, minutes 1.
-    assert len(after["Tests"]) == 15, "\n".join(after["Tests"])
+    # troubled consumers one), settings 2, minutes 1; the batches 1.
+    assert len(after["Tests"]) == 16, "\n".join(after["Tests"])

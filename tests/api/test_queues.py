@@ -16,7 +16,7 @@ def test_list_queues__counts_per_status_and_health(admin):
     ItemFactory.for_queue(Greeting, status="Parked")
     queues = {q["name"]: q for q in admin.get("queues").json()}
     assert set(queues) == {
-        "arrivals", "audits", "digests", "greetings", "inventory", "pings", "products", "shipments",
+        "arrivals", "audits", "batch_reports", "digests", "greetings", "inventory", "pings", "products", "shipments",
         "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
     }
     greetings = queues["greetings"]

@@ -13,6 +13,7 @@ from nexus_queues.start_requests import needs_request
 from nexus_queues.updates import renew_leases, reschedule, retry_later
 from tests.factories import GreetingFactory, ProductFactory
 from tests.testapp.jobs import (
+    BatchReportJob,
     BeatJob,
     DigestJob,
     ErrandJob,
@@ -41,16 +42,16 @@ class Recorder(QueueJob, abstract=True):
 
 def test_jobs__autodiscovered_from_each_apps_jobs_module():
     """The test app's jobs module is found at start-up: one job per queue (the task queues' jobs beside them)."""
-    assert list(jobs)[:8] == [
-        BeatJob, DigestJob, ErrandJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob,
+    assert list(jobs)[:9] == [
+        BatchReportJob, BeatJob, DigestJob, ErrandJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob,
     ]  # fmt: skip
-    assert [job.message_class.queue_name() for job in list(jobs)[8:]] == ["tasks_default", "tasks_reports"]
+    assert [job.message_class.queue_name() for job in list(jobs)[9:]] == ["tasks_default", "tasks_reports"]
     assert jobs.get("products") is ProductJob
 
 
 def test_jobs__unknown_queue_names_those_with_jobs():
     """Asking for a queue without a job says which queues have one."""
-    queues = "beats, digests, errands, greetings, inventory"
+    queues = "batch_reports, beats, digests, errands, greetings, inventory"
     with pytest.raises(NotRegistered, match=f"No job processes queue 'audits'. Queues with jobs: {queues}"):
         jobs.get("audits")
 

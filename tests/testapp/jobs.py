@@ -17,7 +17,7 @@ from nexus_queues.models import QueueItem, QueueSettings
 from nexus_queues.worker.logs import correlation_id
 
 from .more_queues import Beat, Errand, Ping
-from .queues import Digest, Greeting, Inventory, Product, Shipment
+from .queues import BatchReport, Digest, Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
 
@@ -202,3 +202,14 @@ class Heartbeat(PeriodicJob):
 def weekly_report() -> None:
     """Reports ``weekly``."""
     report("weekly")
+
+
+class BatchReportJob(QueueJob):
+    """Reports ``batch_done <batch id> <total> <processed> <error> <cancelled>``."""
+
+    message_class = BatchReport
+
+    def process(self, message: BatchReport) -> None:
+        counts = message.batch
+        assert counts is not None
+        report("batch_done", counts.id, counts.total, counts.processed, counts.error, counts.cancelled)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nexus_queues import QueueMessage, QueueMessageWithId
+from nexus_queues import BatchResult, QueueMessage, QueueMessageWithId
 
 
 class Greeting(QueueMessage, queue="greetings", category="Tests"):
@@ -81,3 +81,10 @@ class Digest(QueueMessage, queue="digests", category="Scheduled"):
     """Drained by a job with a schedule, not as soon as it is enqueued."""
 
     text: str
+
+
+class BatchReport(QueueMessage, queue="batch_reports", keep_processed_for=None, category="Batches"):
+    """A batch's completion message: its job reports the counts it was given; kept, to be counted."""
+
+    note: str = ""
+    batch: BatchResult | None = None

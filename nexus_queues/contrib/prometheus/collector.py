@@ -40,6 +40,7 @@ class QueueCollector(Collector):
         yield from limit_families(figures)
         yield from throughput_families(figures)
         yield from process_families(figures)
+        yield from batch_families(figures)
         yield from scrape_families(figures, time.monotonic() - started)
 
 
@@ -117,6 +118,16 @@ def process_families(figures: Figures) -> Iterator[Metric]:
     for alias, count in figures.live_dispatch_loops.items():
         loops.add_metric([alias], count)
     yield from (workers, loops)
+
+
+def batch_families(figures: Figures) -> Iterator[Metric]:
+    """The messages of each open batch (not yet complete) by where they are: pending, processed, error, cancelled."""
+    messages = _gauge("batch_messages", "Messages of a batch not yet complete: pending (not finished yet), "
+                      "processed, error or cancelled.", ["queue", "batch", "label", "state"])
+    for batch in figures.open_batches:
+        for state in ("pending", "processed", "error", "cancelled"):
+            messages.add_metric([batch.queue, str(batch.pk), batch.label, state], getattr(batch, state))
+    yield messages
 
 
 def scrape_families(figures: Figures, seconds: float) -> Iterator[Metric]:

@@ -12,11 +12,14 @@ from django.db.models import Count
 from ...health import QueueHealth, evaluate, queue_state
 from ...limit_usage import LimitUsage, limit_usage
 from ...messages import QueueMessage
-from ...models import WorkerProcess, WorkerProcessQueue
+from ...models import Batch, WorkerProcess, WorkerProcessQueue
 from ...overview import status_counts
 from ...processes import ProcessKind
 from ...status import Status
 from ...throughput import Throughput, totals
+
+OPEN_BATCHES = 100
+"""The most open batches a scrape reports per database: each is a set of series."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class Figures:
     """Live worker processes per queue (every queue asked for, 0 when none)."""
     live_dispatch_loops: dict[str, int]
     """Live dispatch loops per database alias holding the queues asked for."""
+    open_batches: list[Batch] = field(default_factory=list)
+    """The latest batches not yet complete (up to :data:`OPEN_BATCHES` per database), newest first."""
     queues: dict[str, QueueFigures] = field(default_factory=dict)
     """The queues whose table was read within the time budget."""
     skipped: list[str] = field(default_factory=list)
@@ -89,6 +94,12 @@ def live_workers(queues: list[str], alias: str, now: datetime) -> dict[str, int]
     return {queue: found.get(queue, 0) for queue in queues}
 
 
+def open_batches(queues: list[str], alias: str) -> list[Batch]:
+    """The latest batches of ``queues`` not yet complete, newest first: one indexed query."""
+    batches = Batch.objects.using(alias).filter(queue__in=queues, completed_at__isnull=True)
+    return list(batches.order_by("-pk")[:OPEN_BATCHES])
+
+
 def _per_database(message_classes: list[type[QueueMessage]], now: datetime) -> Figures:
     """The figures read once per database: the queues' totals, their live workers and the live dispatch loops."""
     by_alias: dict[str, list[str]] = {}
@@ -99,4 +110,5 @@ def _per_database(message_classes: list[type[QueueMessage]], now: datetime) -> F
         live_workers={q: n for alias, names in by_alias.items() for q, n in live_workers(names, alias, now).items()},
         live_dispatch_loops={alias: WorkerProcess.objects.using(alias).live(now).dispatching().count()
                              for alias in by_alias},
+        open_batches=[batch for alias, names in by_alias.items() for batch in open_batches(names, alias)],
     )

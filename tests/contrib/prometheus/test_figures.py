@@ -58,7 +58,9 @@ def test_queue_figures__counts_stop_at_the_limit_and_say_so():
         ErrorFactory.create(queue=Greeting)
     ProcessedFactory.create(queue=Greeting)
     counts = queue_figures(Greeting, timezone.now(), limit=2).counts
-    assert counts == {"Pending": 2, "Leased": 0, "Processed": 1, "Error": 2, "Abandoned": 0, "Sleeping": 0}
+    assert counts == {
+        "Pending": 2, "Leased": 0, "Processed": 1, "Error": 2, "Abandoned": 0, "Sleeping": 0, "Cancelled": 0
+    }
     assert isinstance(counts["Pending"], AtLeast) and not isinstance(counts["Error"], AtLeast)
 
 
@@ -112,8 +114,8 @@ def test_read_figures__reads_every_queue_within_the_budget():
 @pytest.mark.django_db(databases=["default", "queues"])
 def test_read_figures__reads_each_database_once_for_the_queues_it_holds(elsewhere, django_assert_num_queries):
     """A queue kept in another database has its totals and live workers read there; each database answers one
-    query for the totals, one for the live workers and one for its dispatch loops."""
-    with django_assert_num_queries(3, using="queues"), django_assert_num_queries(3, using="default"):
+    query for the totals, one for the live workers, one for its dispatch loops and one for its open batches."""
+    with django_assert_num_queries(4, using="queues"), django_assert_num_queries(4, using="default"):
         figures = read_figures([Greeting, elsewhere], now=timezone.now(), budget=timedelta(0), limit=10)
     assert figures.skipped == ["greetings", "elsewhere"]
     assert figures.live_workers == {"greetings": 0, "elsewhere": 0}

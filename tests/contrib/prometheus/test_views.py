@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from nexus_queues import Status, enqueue_many, throughput
+from nexus_queues import Status, enqueue_many, throughput, update_status
 from nexus_queues.api.tokens import make_token
 from nexus_queues.models import JobRun
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue
@@ -39,10 +39,24 @@ def test_metrics__counts_per_status_as_the_table_holds_them_capped_at_the_limit(
     counts = {s.labels["status"]: s.value for s in scraped.samples
               if s.name == "nexus_queues_messages" and s.labels["queue"] == "greetings"}
     assert counts == {"Pending": 2, "OnHold": 1, "Error": 1, "Leased": 0, "Processed": 0, "Abandoned": 0,
-                      "Sleeping": 0}
+                      "Sleeping": 0, "Cancelled": 0}
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="Pending") == 1
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="OnHold") == 0
     assert scraped("nexus_queues_messages", queue="pings", status="Pending") == 0
+
+
+def test_metrics__open_batches_by_state_and_none_once_complete(bearer):
+    """Each batch not yet complete shows its pending, processed, error and cancelled messages; a complete one drops
+    out."""
+    open_batch = enqueue_many([Greeting(name=n) for n in "abc"], batch="catalogue").batch
+    update_status(Greeting, Status.ERROR, message__name="a")
+    done = enqueue_many([Greeting(name="z")], batch="done", status=Status.PROCESSED).batch
+    scraped = scrape(Client(), **bearer)
+    labels = {"queue": "greetings", "batch": str(open_batch), "label": "catalogue"}
+    assert scraped("nexus_queues_batch_messages", **labels, state="pending") == 2
+    assert scraped("nexus_queues_batch_messages", **labels, state="error") == 1
+    assert scraped("nexus_queues_batch_messages", **labels, state="processed") == 0
+    assert str(done) not in scraped.labels("nexus_queues_batch_messages", "batch")
 
 
 def test_metrics__oldest_pending_age_is_the_first_in_lines_wait(bearer):
