@@ -119,7 +119,7 @@ def check_api_docs_offline(app_configs: Any = None, **kwargs: Any) -> list[check
 
 def _api_docs_served() -> str:
     """The API docs page's path, or "" when the API is not installed or not in the URLconf."""
-    if find_spec("ninja") is None:
+    if find_spec("ninja") is None or not hasattr(django_settings, "ROOT_URLCONF"):  # a worker-only project
         return ""
     try:
         return reverse("nexus_queues:openapi-view")  # the namespace nexus_queues.api gives its NinjaAPI

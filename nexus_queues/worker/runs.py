@@ -155,9 +155,8 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
         run.rescheduled = sum(later) + sum(retries)
         run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
-        run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
         counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
-        throughput.record(run.queue, now, counts, using=alias)
+        throughput.finish(run, ["processed", "rescheduled", "errors", "finished_at"], counts, using=alias)
 
     # One transaction, run again whole if the database makes it a deadlock's victim: every change in it
     # is fenced by the lease, so the acknowledgement is never the victim left behind.

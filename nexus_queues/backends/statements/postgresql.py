@@ -41,6 +41,11 @@ class PostgresStatements(Statements):
         "SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
         "SELECT claimed.*, (SELECT id FROM run) FROM claimed",
     )
+    FINISH_RUN = Statement(
+        "Save a finished run's row and add its counts to its queue's minute, in one statement "
+        "(params: the row's values, its id, the counter's).",
+        "WITH finished AS (UPDATE {runs} SET {assignments} WHERE id = %s) {add_counts}",
+    )
     NOTIFY = Statement("Wake the listeners of a channel with a queue's name, at commit.", "SELECT pg_notify(%s, %s)")
     NOTIFY_WRITTEN = Statement(
         "Run a write ending in RETURNING and wake the listeners in the same round trip (PostgreSQL folds repeats).",
