@@ -118,6 +118,15 @@ class Backend(Session):
         run.save(using=self.alias, update_fields=fields)
         self.add_counts(counter, key, amounts)
 
+    def finish_processed(
+        self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
+        seconds: float,
+    ) -> list[int]:
+        """Delete the rows of ``ids`` still leased by ``run``, save ``run`` as finished (at ``run.finished_at``) with
+        as many processed, and count it in ``counter``'s row of its queue and ``minute``, in one statement (only
+        where ``features.acknowledges_in_one_statement``); return the deleted ids."""
+        raise NotImplementedError
+
     def _add_counts_sql(
         self, model: type[models.Model], key: dict[str, Any], amounts: dict[str, Any]
     ) -> tuple[str, list[Any]]:

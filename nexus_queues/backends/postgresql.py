@@ -136,6 +136,20 @@ class PostgresBackend(Backend):
         with self.cursor() as cursor:
             cursor.execute(sql, [*values, run.pk, *counts])
 
+    def finish_processed(
+        self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
+        seconds: float,
+    ) -> list[int]:
+        table = self.quote(model._meta.db_table)
+        where, params = self._held(table, ids, run.correlation_id)
+        sql = self.sql.FINISH_PROCESSED.format(
+            delete=self.sql.DELETE_HELD.format(table=table, where=where),
+            runs=self.quote(type(run)._meta.db_table), minutes=self.quote(counter._meta.db_table),
+        )
+        with self.cursor() as cursor:
+            cursor.execute(sql, [*params, self.adapt(run.finished_at), run.pk, run.queue, self.adapt(minute), seconds])
+            return [row[0] for row in cursor.fetchall()]
+
     def _read_back(self, claim: Claim, run: JobRun | None) -> list[QueueItem] | None:
         """The rows a claim leased, once those Python cannot read are Error; None when none of them was.
 
