@@ -8,10 +8,10 @@ totals never decrease and a queue never has more than a day of rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Sum
 from django.utils import timezone
@@ -19,6 +19,9 @@ from django.utils import timezone
 from .backends import backend_for
 from .conf import settings
 from .models.throughput import QueueMinute as QueueMinute  # importable from here, where it was
+
+if TYPE_CHECKING:
+    from .models import JobRun
 
 MINUTES_KEPT = timedelta(days=1)
 """How long a queue's minutes stay apart (the longest chart); older ones are folded into its all-time row."""
@@ -51,6 +54,14 @@ def minute_of(at: datetime) -> datetime:
 def record(queue: str, finished_at: datetime, counts: Throughput, *, using: str) -> None:
     """Add a finished run's ``counts`` to its queue's minute (call it in the run's acknowledging transaction)."""
     backend_for(using).add_counts(QueueMinute, {"queue": queue, "minute": minute_of(finished_at)}, _values(counts))
+
+
+def finish(run: JobRun, fields: Sequence[str], counts: Throughput, *, using: str) -> None:
+    """Save ``fields`` of a finished ``run`` and add its ``counts`` to its queue's minute (in its acknowledging
+    transaction), in one round trip where the engine can."""
+    assert run.finished_at is not None
+    key = {"queue": run.queue, "minute": minute_of(run.finished_at)}
+    backend_for(using).finish_run(run, fields, QueueMinute, key, _values(counts))
 
 
 def per_minute(queue: str, since: datetime, *, using: str) -> dict[datetime, Throughput]:

@@ -107,6 +107,30 @@ class Backend(Session):
     def add_counts(self, model: type[models.Model], key: dict[str, Any], amounts: dict[str, Any]) -> None:
         """Add ``amounts`` to the counter columns of ``model``'s row with the unique ``key``, made at zero if
         missing, in one statement (so that concurrent adders never race to create it)."""
+        sql, values = self._add_counts_sql(model, key, amounts)
+        with self.cursor() as cursor:
+            cursor.execute(sql, values)
+
+    def finish_run(
+        self, run: models.Model, fields: Sequence[str], counter: type[models.Model], key: dict[str, Any],
+        amounts: dict[str, Any],
+    ) -> None:
+        """Save ``fields`` of a finished ``run``, and :meth:`add_counts` its ``amounts`` to ``counter``'s row."""
+        run.save(using=self.alias, update_fields=fields)
+        self.add_counts(counter, key, amounts)
+
+    def finish_processed(
+        self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
+        seconds: float,
+    ) -> list[int]:
+        """Delete the rows of ``ids`` still leased by ``run``, save ``run`` as finished (at ``run.finished_at``) with
+        as many processed, and count it in ``counter``'s row of its queue and ``minute``, in one statement (only
+        where ``features.acknowledges_in_one_statement``); return the deleted ids."""
+        raise NotImplementedError
+
+    def _add_counts_sql(
+        self, model: type[models.Model], key: dict[str, Any], amounts: dict[str, Any]
+    ) -> tuple[str, list[Any]]:
         table = self.quote(model._meta.db_table)
         columns = [*key, *amounts]
         names = ", ".join(self.quote(c) for c in columns)
@@ -114,8 +138,7 @@ class Backend(Session):
         added = ", ".join(self.sql.ADDED.format(table=table, column=self.quote(c)) for c in amounts)
         on_key = self.sql.ON_KEY.format(key=", ".join(self.quote(c) for c in key))
         sql = self.sql.ADD_COUNTS.format(table=table, columns=names, values=marks(values), on_key=on_key, added=added)
-        with self.cursor() as cursor:
-            cursor.execute(sql, values)
+        return sql, values
 
     def _db_value(self, model: type[models.Model], column: str, value: Any) -> Any:
         field = model._meta.get_field(column)

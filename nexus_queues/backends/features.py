@@ -30,6 +30,9 @@ class Features:
     """Must a merge lock the stored rows it will change before it inserts? (An InnoDB INSERT ... SELECT that
     waits for a row lock holds the table's AUTO-INC lock meanwhile, blocking every insert into the queue.)"""
 
+    acknowledges_in_one_statement: ClassVar[bool] = False
+    """Can one statement delete a run's processed rows, end the run and count it (data-modifying ``WITH``)?"""
+
 
 class PostgresFeatures(Features):
     """PostgreSQL: LISTEN/NOTIFY wake-ups from every host, SKIP LOCKED claims."""
@@ -38,6 +41,7 @@ class PostgresFeatures(Features):
     wakes_every_host = True
     has_skip_locked = True
     writes_json_lines = True
+    acknowledges_in_one_statement = True
 
 
 class MySQLFeatures(Features):

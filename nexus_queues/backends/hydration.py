@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -21,14 +25,34 @@ def items(connection: BaseDatabaseWrapper, model: type[QueueItem], rows: Sequenc
     """
     converters = _converters(connection, model)
     names = [f.attname for f in model._meta.concrete_fields]
+    build = partial(_built, model) if _plainly_built(model) else model.from_db
     found = []
     for row in rows:
         values = list(row)
         for i, column, column_converters in converters:
             for convert in column_converters:
                 values[i] = convert(values[i], column, connection)
-        found.append(model.from_db(connection.alias, names, values))
+        found.append(build(connection.alias, names, values))
     return sorted(found, key=lambda item: item.pk)
+
+
+def _plainly_built(model: type[QueueItem]) -> bool:
+    """Would ``from_db`` do no more than set the attributes? (No init signal receivers, no own ``__init__``.)"""
+    return (
+        model.__init__ is Model.__init__
+        and model.from_db.__func__ is Model.from_db.__func__  # type: ignore[attr-defined]
+        and not pre_init.has_listeners(model)
+        and not post_init.has_listeners(model)
+    )
+
+
+def _built(model: type[QueueItem], alias: str, names: list[str], values: list[Any]) -> QueueItem:
+    """What ``model.from_db`` builds, its attributes set at once rather than one by one through ``__init__``."""
+    item = model.__new__(model)
+    state = item._state = ModelState()
+    state.adding, state.db = False, alias
+    item.__dict__.update(zip(names, values, strict=True))
+    return item
 
 
 def _converters(connection: BaseDatabaseWrapper, model: type[QueueItem]) -> list[tuple[int, Any, list[Any]]]:

@@ -42,13 +42,19 @@ class LeaseRenewal(threading.Thread):
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = False
+        self._next_beat = 0.0
+        """When the thread's wait ends (monotonic): a hold renewed later needs no wake-up, which costs a run a
+        thread switch."""
 
     def hold(self, correlation_id: str, items: Sequence[QueueItem], lease_time: timedelta) -> None:
         """Start renewing the leases of ``items``."""
         interval = lease_time.total_seconds() / RENEWALS_PER_LEASE
+        renew_at = time.monotonic() + interval
         with self._lock:
-            self._held[correlation_id] = _Held(items, lease_time, time.monotonic() + interval)
-        self._wake.set()
+            self._held[correlation_id] = _Held(items, lease_time, renew_at)
+            early = renew_at < self._next_beat
+        if early:
+            self._wake.set()
 
     def release(self, correlation_id: str) -> None:
         """Stop renewing; waits for a renewal in progress, so none lands after the job's acknowledgement."""
@@ -82,7 +88,8 @@ class LeaseRenewal(threading.Thread):
                 if held.renew_at <= now:
                     self._renew(correlation_id, held)
                     held.renew_at = now + held.lease_time.total_seconds() / RENEWALS_PER_LEASE
-            return min((h.renew_at for h in self._held.values()), default=now + 60) - now
+            self._next_beat = min((h.renew_at for h in self._held.values()), default=now + 60)
+            return self._next_beat - now
 
     def _renew(self, correlation_id: str, held: _Held) -> None:
         try:

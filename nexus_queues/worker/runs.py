@@ -25,7 +25,7 @@ from ..limits import check_datetime
 from ..models import JobRun, QueueItem
 from ..retries import atomic_retried
 from ..throughput import Throughput
-from ..updates import mark_error, mark_processed, reschedule, retry_later
+from ..updates import finish_processed, mark_error, mark_processed, reschedule, retry_later
 from .lease_renewal import LeaseRenewal
 from .logs import correlation_id
 
@@ -156,18 +156,25 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
         run.rescheduled = sum(later) + sum(retries)
         run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
         run.finished_at = now
-        run.save(using=alias, update_fields=["processed", "rescheduled", "errors", "finished_at"])
-        wake_on_release(job.message_class)
         counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
-        throughput.record(run.queue, now, counts, using=alias)
+        throughput.finish(run, ["processed", "rescheduled", "errors", "finished_at"], counts, using=alias)
 
     # One transaction, run again whole if the database makes it a deadlock's victim: every change in it
-    # is fenced by the lease, so the acknowledgement is never the victim left behind.
-    atomic_retried(alias, record)
+    # is fenced by the lease, so the acknowledgement is never the victim left behind. A plain run whose messages
+    # were all processed is one statement where the engine can: its own transaction, with a round trip instead of four.
+    plain = not (outcome.later or outcome.retries or outcome.failed or unreadable) and _acknowledges_nothing(job)
+    if not (plain and finish_processed(outcome.done, run, now=now)):
+        atomic_retried(alias, record)
+    wake_on_release(job.message_class)
     logger.info(
         "%s: %s leased, %s processed, %s rescheduled, %s errors.", run.queue, run.leased, run.processed,
         run.rescheduled, run.errors, extra={"action": "run_finished"},
     )
+
+
+def _acknowledges_nothing(job: QueueJob) -> bool:
+    """Does ``job`` leave :meth:`QueueJob.acknowledge` as it is (writing nothing of its own)?"""
+    return type(job).acknowledge is QueueJob.acknowledge
 
 
 def _log_failure(item: QueueItem, exc: BaseException, retry: datetime | None, *, traceback: bool = True) -> None:

@@ -20,6 +20,8 @@ from .more_queues import Beat, Errand, Ping
 from .queues import BatchReport, Digest, Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
+STARTED = os.environ.get("NEXUS_TEST_PING_STARTED")
+"""The benchmark's file of each ping's start lateness (set for its worker processes)."""
 
 
 def report(*words: object) -> None:
@@ -81,7 +83,8 @@ class PingJob(QueueJob):
     """No-op for positive pings (the benchmark's job); a negative ping fails every time, retried twice.
     ``NEXUS_TEST_BATCH`` sets the batch size, ``NEXUS_TEST_PING_SLEEP`` slows reported pings down,
     ``NEXUS_TEST_PING_GATE`` holds ping 0 (and its batch) until the gate opens, ``NEXUS_TEST_PING_STARTS`` reports
-    each ping's start time."""
+    each ping's start time (bench_workers.py); ``NEXUS_TEST_PING_STARTED`` names a file each ping appends its start's
+    lateness to, its ``n`` being its enqueue time in microseconds (bench_worker.py)."""
 
     message_class = Ping
     batch_size = int(os.environ.get("NEXUS_TEST_BATCH", "100"))
@@ -94,6 +97,9 @@ class PingJob(QueueJob):
         if message.n < 0:
             report("ping-failed", message.n)
             raise RuntimeError(f"ping {message.n} failed")
+        if STARTED:
+            with open(STARTED, "a") as f:
+                f.write(f"{time.time() - message.n / 1e6}\n")
         if os.environ.get("NEXUS_TEST_OUT"):
             if message.n == 0 and os.environ.get("NEXUS_TEST_PING_GATE"):
                 wait_for_gate()

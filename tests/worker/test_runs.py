@@ -4,12 +4,17 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import QueueJob, Status, enqueue_many
+from nexus_queues.models import JobRun
+from nexus_queues.signals import processed
+from nexus_queues.throughput import QueueMinute
 from nexus_queues.worker.lease_renewal import LeaseRenewal
 from nexus_queues.worker.runs import run_once
-from tests.testapp.queues import Audit
+from tests.testapp.queues import Audit, Greeting
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +73,50 @@ def test_run_once__retry_time_out_of_range_sets_error():
     assert run_once(Stubborn, LeaseRenewal()) == 1
     row = Audit.queue_model.objects.get()
     assert (row.status, row.error_message, row.process_at) == (Status.ERROR, "cannot audit x", None)
+
+
+class Quiet(QueueJob, abstract=True):
+    """Processes every greeting, writing nothing of its own."""
+
+    message_class = Greeting
+
+    def process(self, message: Greeting) -> None:
+        pass
+
+
+def run_quietly() -> tuple[int, list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        leased = run_once(Quiet, LeaseRenewal())
+    return leased, [q["sql"] for q in queries.captured_queries]
+
+
+def test_run_once__all_processed_ends_the_run_and_counts_it():
+    """A run whose messages were all processed deletes them, records its end and counts them in its minute: in one
+    statement after the claim where the engine can (PostgreSQL), else in one transaction."""
+    enqueue_many([Greeting(name=str(n)) for n in range(3)])
+    leased, statements = run_quietly()
+    run = JobRun.objects.get(queue="greetings")
+    assert leased == 3 and not Greeting.queue_items().exists()
+    assert (run.leased, run.processed, run.errors, run.rescheduled) == (3, 3, 0, 0) and run.finished_at is not None
+    minute = QueueMinute.objects.get(queue="greetings")
+    assert (minute.processed, minute.errors, minute.runs) == (3, 0, 1)
+    if connection.vendor == "postgresql":
+        assert len(statements) == 2, statements
+
+
+def test_run_once__all_processed_tells_the_processed_receivers_once_committed(django_capture_on_commit_callbacks):
+    """The ``processed`` receivers hear of every message the run processed, once the acknowledgement committed."""
+    enqueue_many([Greeting(name="a"), Greeting(name="b")])
+    told = []
+
+    def receiver(sender, items, **kwargs):
+        told.extend(item.message.name for item in items)
+
+    processed.connect(receiver, sender=Greeting)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            leased, _ = run_quietly()
+    finally:
+        processed.disconnect(receiver, sender=Greeting)
+    assert leased == 2 and sorted(told) == ["a", "b"] and not Greeting.queue_items().exists()
+    assert JobRun.objects.get(queue="greetings").processed == 2

@@ -45,6 +45,24 @@ class PostgresStatements(Statements):
         "SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
         "SELECT claimed.*, (SELECT id FROM run) FROM claimed",
     )
+    FINISH_RUN = Statement(
+        "Save a finished run's row and add its counts to its queue's minute, in one statement "
+        "(params: the row's values, its id, the counter's).",
+        "WITH finished AS (UPDATE {runs} SET {assignments} WHERE id = %s) {add_counts}",
+    )
+    FINISH_PROCESSED = Statement(
+        "End a run whose messages were all processed: delete its held rows, save the run as finished with as many "
+        "processed, add it to its queue's minute; return the deleted ids (params: the delete's, the finish time, the "
+        "run's id, its queue, the minute, the run's seconds).",
+        """WITH done AS ({delete}),
+finished AS (UPDATE {runs} SET processed = (SELECT count(*) FROM done), rescheduled = 0, errors = 0, finished_at = %s
+              WHERE id = %s),
+counted AS (INSERT INTO {minutes} (queue, minute, processed, errors, runs, run_seconds)
+            SELECT %s, %s, count(*), 0, 1, %s FROM done
+            ON CONFLICT (queue, minute) DO UPDATE SET processed = {minutes}.processed + excluded.processed,
+              runs = {minutes}.runs + excluded.runs, run_seconds = {minutes}.run_seconds + excluded.run_seconds)
+SELECT id FROM done""",
+    )
     NOTIFY = Statement("Wake the listeners of a channel with a queue's name, at commit.", "SELECT pg_notify(%s, %s)")
     NOTIFY_WRITTEN = Statement(
         "Run a write ending in RETURNING and wake the listeners in the same round trip (PostgreSQL folds repeats).",
