@@ -43,6 +43,7 @@ _JOBS = {
 }
 _OPERATING = {
     "update_status": "updates",
+    "cancel": "cancelling",
     "set_default_status": "updates",
     "default_status": "updates",
     "set_processing_enabled": "jobs.control",
@@ -58,6 +59,7 @@ _EXPORTS = {**_DEFINING_QUEUES, **_ENQUEUEING, **_PROCESSING, **_JOBS, **_OPERAT
 __all__ = [*_DEFINING_QUEUES, *_ENQUEUEING, *_PROCESSING, *_JOBS, *_OPERATING, *_TESTING]
 
 if TYPE_CHECKING:
+    from .cancelling import cancel
     from .dispatching import dispatch_due
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health

@@ -20,6 +20,7 @@ class Status(StrEnum):
     ERROR = "Error"
     ABANDONED = "Abandoned"
     SLEEPING = "Sleeping"
+    CANCELLED = "Cancelled"
 
 
 class HealthStatus(StrEnum):
