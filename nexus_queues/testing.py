@@ -11,13 +11,13 @@ from typing import Any
 from django.test import TestCase
 
 from . import signals
+from .conf import settings
 from .enqueueing import EnqueueResult
 from .exceptions import DrainDidNotEnd, InvalidArgument
 from .jobs import QueueJob, jobs
 from .messages import QueueMessage
 from .models import JobRun, QueueItem
 from .registry import registry
-from .conf import settings
 from .worker.lease_renewal import LeaseRenewal
 from .worker.runs import run_batch
 from .worker.time_limits import TimeLimits
