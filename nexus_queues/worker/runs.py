@@ -122,6 +122,8 @@ def _limited_each(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits,
         reason = f"Processing message {item.pk} ran past {job.name()}.time_limit ({limit}) and was stopped."
         limited = limits.call(partial(job.run_one, item), limit, partial(_settle, job, [item], reason))
         outcomes[item.pk] = _named(limited.result, reason) if limited.fired else limited.result
+        if limited.fired:
+            reset_connections()
         if limited.settled:
             settled.add(item.pk)
     return _Processed(outcomes, settled)
@@ -135,11 +137,15 @@ def _limited_batch(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits
     outcomes = dict.fromkeys([item.pk for item in items], result) if isinstance(result, BaseException) else result
     if limited.fired:
         outcomes = {pk: _named(outcome, reason) for pk, outcome in outcomes.items()}
+        reset_connections()
     return _Processed(outcomes, {item.pk for item in items} if limited.settled else set())
 
 
 def _named(outcome: Outcome, reason: str) -> Outcome:
-    """The watchdog's :class:`TimeLimitExceeded` given its reason (raised as a class, it has only its docstring)."""
+    """The watchdog's :class:`TimeLimitExceeded` given its reason (raised as a class, it has only its docstring).
+
+    Its callers then close the thread's connections: the exception may have landed in a driver's Python code
+    (PyMySQL's, psycopg's) halfway through a query, and the acknowledgement needs a connection in step."""
     if isinstance(outcome, TimeLimitExceeded):
         outcome.args = (reason,)
     return outcome
