@@ -17,7 +17,7 @@ from tests.testapp.queues import Audit, Greeting
 pytestmark = pytest.mark.django_db
 
 GREETINGS = "/admin/testapp/greetingqueueitem/"
-BUILT_IN = ["Pending", "Processed", "Error", "Abandoned"]
+BUILT_IN = ["Pending", "Processed", "Error", "Abandoned", "Cancelled"]
 
 
 def datalist(html: str, field: str) -> list[str]:

@@ -39,7 +39,7 @@ def test_metrics__counts_per_status_as_the_table_holds_them_capped_at_the_limit(
     counts = {s.labels["status"]: s.value for s in scraped.samples
               if s.name == "nexus_queues_messages" and s.labels["queue"] == "greetings"}
     assert counts == {"Pending": 2, "OnHold": 1, "Error": 1, "Leased": 0, "Processed": 0, "Abandoned": 0,
-                      "Sleeping": 0}
+                      "Sleeping": 0, "Cancelled": 0}
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="Pending") == 1
     assert scraped("nexus_queues_messages_capped", queue="greetings", status="OnHold") == 0
     assert scraped("nexus_queues_messages", queue="pings", status="Pending") == 0
