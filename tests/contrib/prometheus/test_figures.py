@@ -58,7 +58,9 @@ def test_queue_figures__counts_stop_at_the_limit_and_say_so():
         ErrorFactory.create(queue=Greeting)
     ProcessedFactory.create(queue=Greeting)
     counts = queue_figures(Greeting, timezone.now(), limit=2).counts
-    assert counts == {"Pending": 2, "Leased": 0, "Processed": 1, "Error": 2, "Abandoned": 0, "Sleeping": 0, "Cancelled": 0}
+    assert counts == {
+        "Pending": 2, "Leased": 0, "Processed": 1, "Error": 2, "Abandoned": 0, "Sleeping": 0, "Cancelled": 0
+    }
     assert isinstance(counts["Pending"], AtLeast) and not isinstance(counts["Error"], AtLeast)
 
 
