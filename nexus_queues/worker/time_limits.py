@@ -63,7 +63,10 @@ class TimeLimits(threading.Thread):
 
     def call(self, work: Callable[[], T], limit: timedelta, on_stuck: Callable[[], None]) -> Limited[T]:
         """``work()``, stopped by :class:`TimeLimitExceeded` raised in it once ``limit`` has passed; ``on_stuck()``
-        runs in the watchdog's thread when ``work`` has not returned by the end of the grace."""
+        runs in the watchdog's thread when ``work`` has not returned by the end of the grace. Unlimited while the
+        watchdog is not running (a test's ``Worker.sweep()`` without ``run()``)."""
+        if not self.is_alive():
+            return Limited(work(), fired=False, settled=False)
         deadline = self._arm(limit, on_stuck)
         result: Any = _UNSET
         while True:

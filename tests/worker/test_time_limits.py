@@ -137,3 +137,26 @@ def test_time_limits__code_blocked_in_c_is_settled_after_the_grace():
     (limited,) = results
     assert limited.settled
     assert isinstance(limited.result, TimeLimitExceeded) or limited.result == "returned"
+
+
+def test_time_limits__no_exception_lands_after_the_call_returned():
+    """Calls that end about when their limit passes: each returns its result or the exception, and none is raised
+    into the caller's code afterwards."""
+    limits = TimeLimits(timedelta(seconds=60))
+    limits.start()
+    try:
+        for n in range(40):
+            ends = time.monotonic() + 0.01 + (n % 5) * 0.001
+
+            def work(ends: float = ends) -> str:
+                while time.monotonic() < ends:
+                    pass
+                return "done"
+
+            limited = limits.call(work, timedelta(milliseconds=10 + (n % 3) * 2), lambda: None)
+            assert limited.result == "done" or isinstance(limited.result, TimeLimitExceeded)
+            quiet = time.monotonic() + 0.03
+            while time.monotonic() < quiet:  # Python code: a stray exception would be raised here
+                pass
+    finally:
+        limits.stop()
