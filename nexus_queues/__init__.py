@@ -45,6 +45,7 @@ _JOBS = {
 }
 _OPERATING = {
     "update_status": "updates",
+    "cancel": "cancelling",
     "set_default_status": "updates",
     "default_status": "updates",
     "set_processing_enabled": "jobs.control",
@@ -61,6 +62,7 @@ __all__ = [*_DEFINING_QUEUES, *_ENQUEUEING, *_PROCESSING, *_JOBS, *_OPERATING, *
 
 if TYPE_CHECKING:
     from .batches import BatchResult, batch
+    from .cancelling import cancel
     from .dispatching import dispatch_due
     from .enqueueing import EnqueueResult, enqueue, enqueue_many
     from .health import queue_health

@@ -104,6 +104,11 @@ def status_set(status: str, now: datetime) -> Change:
     return Change(f"set {status}", (("status", status), ("updated_at", now), *_NO_LEASE))
 
 
+def cancelled(now: datetime) -> Change:
+    """Cancelled, the lease cleared; the correlation id is kept, naming the run that held it."""
+    return Change("cancelled", (("status", Status.CANCELLED), ("updated_at", now), *_NO_LEASE))
+
+
 def _error(exc: BaseException) -> tuple[tuple[str, Any], ...]:
     error = describe(exc)
     return (("error_type", error.type), ("error_message", error.message), ("error_traceback", error.traceback))

@@ -86,6 +86,10 @@ class Settings:
     WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """How long the database may keep failing before the worker logs an error and backs off the most."""
 
+    WORKER_TIME_LIMIT_GRACE: timedelta = field(default=timedelta(seconds=5), metadata=time())
+    """How long a job past its ``time_limit`` has to unwind before the worker sets its message to Error (or a retry)
+    itself: code blocked in C cannot be interrupted until it returns to Python."""
+
     WORKER_MAX_BACKOFF: timedelta = field(default=timedelta(seconds=30), metadata=time())
     """The longest pause between reconnection attempts while the database is away."""
 

@@ -155,6 +155,18 @@ class JobSwitchedOff(NexusQueuesError):
 # Input from people: JSON text, the HTTP API, the admin
 
 
+class TimeLimitExceeded(NexusQueuesError):
+    """Processing a message ran past its job's ``time_limit`` and was stopped.
+
+    Raised inside the job's code where it was interrupted, so that its traceback shows where it was; a job may
+    catch it to clean up, and the worker settles the message all the same once the limit's grace has passed.
+    """
+
+
+class MessageCancelled(NexusQueuesError):
+    """The message being processed was cancelled: its job stopped at :meth:`QueueJob.check_cancelled`."""
+
+
 class MalformedJSON(NexusQueuesError, ValueError):
     """Text that is not strict JSON (RFC 8259), or that holds text no engine stores; the message says where."""
 

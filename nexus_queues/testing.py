@@ -11,6 +11,7 @@ from typing import Any
 from django.test import TestCase
 
 from . import signals
+from .conf import settings
 from .enqueueing import EnqueueResult
 from .exceptions import DrainDidNotEnd, InvalidArgument
 from .jobs import QueueJob, jobs
@@ -19,6 +20,7 @@ from .models import JobRun, QueueItem
 from .registry import registry
 from .worker.lease_renewal import LeaseRenewal
 from .worker.runs import run_batch
+from .worker.time_limits import TimeLimits
 
 __all__ = ["Captured", "Drained", "capture_enqueued", "drain"]
 
@@ -42,16 +44,28 @@ def drain(queue: type[QueueMessage] | str | type[QueueJob], *, max_runs: int = 1
     """Run a queue's job in this process, lease by lease as the worker does, until a lease finds nothing Pending.
 
     ``queue`` is a message class or queue name (its registered job runs) or a job class, abstract ones too.
-    Sleeping messages stay asleep, and the job's schedule and a switched-off queue are not looked at. Raises
+    Sleeping messages stay asleep, and the job's schedule and a switched-off queue are not looked at; its
+    ``time_limit`` is enforced as the worker does. Raises
     :class:`~nexus_queues.exceptions.DrainDidNotEnd` when messages are still Pending after ``max_runs`` runs.
     """
     if not isinstance(max_runs, int) or isinstance(max_runs, bool) or max_runs < 1:
         raise InvalidArgument(f"max_runs must be a positive integer, got {max_runs!r}.")
     job = _job(queue)
     renewal = LeaseRenewal()  # never started: a test's run ends long before its lease needs renewing
+    limits = TimeLimits(settings.WORKER_TIME_LIMIT_GRACE) if job.time_limit is not None else None
+    if limits is not None:
+        limits.start()
+    try:
+        return _drain(job, renewal, limits, max_runs)
+    finally:
+        if limits is not None:
+            limits.stop()
+
+
+def _drain(job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None, max_runs: int) -> Drained:
     runs: list[JobRun] = []
     while True:
-        _, run = run_batch(job, renewal)
+        _, run = run_batch(job, renewal, limits)
         if run is None:
             return _drained(job, runs)
         runs.append(run)

@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 
+from ..cancelling import CANCELLABLE, cancel
 from ..status import Status
 from ..updates import update_status
 from .forms import StatusForm, suggest_statuses
@@ -62,8 +63,21 @@ def delete_messages(model_admin: Any, request: HttpRequest, queryset: QuerySet) 
     return None
 
 
+@admin.action(description="Cancel…", permissions=["change"])
+def cancel_messages(model_admin: Any, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+    """Say how many of the rows are Pending, Sleeping or Leased, then cancel those: a worker holding one can no
+    longer complete it."""
+    if "apply" not in request.POST:
+        cancellable = queryset.filter(status__in=CANCELLABLE)
+        return _confirmation(model_admin, request, cancellable, "cancel_messages", None, "Cancel", what="cancels")
+    cancelled = cancel(queryset)
+    model_admin.message_user(request, f"{len(cancelled)} message(s) cancelled.", messages.SUCCESS)
+    return None
+
+
 def _confirmation(
-    model_admin: Any, request: HttpRequest, queryset: QuerySet, action: str, form: StatusForm | None, verb: str
+    model_admin: Any, request: HttpRequest, queryset: QuerySet, action: str, form: StatusForm | None, verb: str,
+    what: str = "",
 ) -> TemplateResponse:
     model = model_admin.model
     count = queryset.count()
@@ -72,6 +86,7 @@ def _confirmation(
         **queue_context(model.message_class),
         "title": f"{verb} {count} message{pluralize(count)} of {model.message_class.queue_options.title}?",
         "verb": verb,
+        "what": what,
         "form": form,
         "count": count,
         "opts": model._meta,

@@ -25,7 +25,7 @@ from ..overview import queue_overview
 from ..serialization import canonical_json, json_hash, unstorable_text
 from ..status import Status
 from ..updates import set_default_status
-from .actions import delete_messages, not_row_ids, set_custom_status, set_pending
+from .actions import cancel_messages, delete_messages, not_row_ids, set_custom_status, set_pending
 from .changelist import QueueChangeList
 from .examples import example_message
 from .filters import BatchFilter, HasErrorFilter, StatusFilter
@@ -48,6 +48,7 @@ from .times import MessageTimes
 STATUS_COLOURS = {
     Status.PENDING: "#2f6fb3", Status.LEASED: "#7a4fb3", Status.PROCESSED: "#2e7d32",
     Status.ERROR: "#c62828", Status.ABANDONED: "#ad5a00", Status.SLEEPING: "#5f6b7a",
+    Status.CANCELLED: "#6d4c41",
 }
 CUSTOM_STATUS_COLOUR = "#8a6d00"
 SUMMARY_LENGTH = 80
@@ -101,7 +102,7 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     ordering = ("id",)
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    actions = (set_pending, set_custom_status, delete_messages)
+    actions = (set_pending, cancel_messages, set_custom_status, delete_messages)
     count_limit = 10_000
     """Counts (rows, per status) stop here, so a page never counts a whole big table."""
     fieldsets: ClassVar[tuple[tuple[str | None, Any], ...]] = (

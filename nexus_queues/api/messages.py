@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router
 from ninja.errors import HttpError
 
+from ..cancelling import cancel
 from ..exceptions import BadFilter, MalformedJSON
 from ..json_input import loads
 from ..messages import QueueMessage
@@ -77,6 +78,14 @@ def set_status(request: HttpRequest, name: str, change: schemas.StatusChange) ->
     if change.current_status is not None:
         lookups["status"] = change.current_status
     return {"changed": update_status(message_class, change.status, **lookups)}
+
+
+@router.post("/queues/{name}/cancel", response={200: schemas.Cancelled, **ERRORS})
+def cancel_messages(request: HttpRequest, name: str, selection: schemas.CancelRequest) -> dict[str, list[int]]:
+    """Cancel the listed messages that are Pending, Sleeping or Leased; a worker holding one can no longer complete
+    it, and its job learns of it at its next check."""
+    message_class = queue_for(request, name, "change")
+    return {"cancelled": cancel(message_class.queue_items().filter(pk__in=selection.ids))}
 
 
 def _one(message_class: type[QueueMessage], pk: int) -> dict[str, Any]:

@@ -182,6 +182,18 @@ class StatusChange(NewStatus):
         return self
 
 
+class CancelRequest(_Input):
+    """Cancel the Pending, Sleeping and Leased messages among these ``ids``."""
+
+    ids: list[RowId] = Field(..., min_length=1, max_length=10_000)
+
+
+class Cancelled(Schema):
+    """The ids cancelled, in id order; the others were in another status, or not there."""
+
+    cancelled: list[int]
+
+
 class Changed(Schema):
     """How many messages changed."""
 

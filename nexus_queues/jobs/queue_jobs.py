@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextvars
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..exceptions import AlreadyRegistered, ConfigurationError, NotRegistered
+from ..cancelling import cancelled_among
+from ..exceptions import AlreadyRegistered, ConfigurationError, MessageCancelled, NotRegistered
 from ..leasing import DEFAULT_LEASE_TIME
 from ..messages import QueueMessage
 from ..start_requests import start_on_request
@@ -21,6 +23,7 @@ Outcome = datetime | BaseException | None
 """What processing one message came to: done (None), run again at a time, or failed."""
 
 _previous: contextvars.ContextVar[QueueMessage | None] = contextvars.ContextVar("nexus_previous", default=None)
+_in_hand: contextvars.ContextVar[Sequence[QueueItem]] = contextvars.ContextVar("nexus_in_hand", default=())
 
 
 def previous_message() -> QueueMessage | None:
@@ -50,6 +53,9 @@ class QueueJob:
     """The time zone of a cron schedule (default: the ``TIME_ZONE`` setting)."""
     logs_failure_tracebacks: ClassVar[bool] = True
     """Does the worker's line for a failed message carry its traceback? False when the job logs it itself."""
+    time_limit: ClassVar[timedelta | None] = None
+    """How long processing one message may take before the worker stops it (None: no limit). A job that overrides
+    :meth:`process_batch` gets ``time_limit`` times the number of items for the whole call."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -89,11 +95,29 @@ class QueueJob:
         """Process one leased item with its previous version in context; an exception becomes its outcome."""
         token = _previous.set(item.previous_message)
         try:
-            return self.process(item.message)
+            with in_hand([item]):
+                return self.process(item.message)
         except Exception as exc:
             return exc
         finally:
             _previous.reset(token)
+
+    @property
+    def cancelled(self) -> bool:
+        """Has the message being processed been cancelled (in :meth:`process_batch`: any of the run's)?
+
+        Each look is one query by primary key: look between steps of work, not in a tight loop.
+        """
+        return bool(cancelled_among(_in_hand.get()))
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`~nexus_queues.exceptions.MessageCancelled` when :attr:`cancelled`: the worker then logs
+        the message as cancelled and leaves it so."""
+        items = _in_hand.get()
+        ids = sorted(cancelled_among(items))
+        if ids:
+            queue = items[0].message_class.queue_name()
+            raise MessageCancelled(f"Message(s) {', '.join(map(str, ids))} of queue {queue!r} cancelled.")
 
     def acknowledge(self) -> None:
         """Called first in the transaction that acknowledges a run, so that what it writes commits (or not) with the
@@ -104,6 +128,16 @@ class QueueJob:
         if item.attempts >= self.max_attempts:
             return None
         return now + self.backoff * 2 ** max(0, item.attempts - 1)
+
+
+@contextmanager
+def in_hand(items: Sequence[QueueItem]) -> Iterator[None]:
+    """The items :attr:`QueueJob.cancelled` looks at while the block runs (the worker's run sets its batch)."""
+    token = _in_hand.set(items)
+    try:
+        yield
+    finally:
+        _in_hand.reset(token)
 
 
 def _validate(cls: type[QueueJob]) -> None:
@@ -119,6 +153,9 @@ def _validate(cls: type[QueueJob]) -> None:
         value = getattr(cls, name)
         if not isinstance(value, timedelta) or value <= timedelta(0):
             raise ConfigurationError(f"{cls.__qualname__}.{name} must be a positive timedelta.")
+    limit = cls.time_limit
+    if limit is not None and (not isinstance(limit, timedelta) or limit <= timedelta(0)):
+        raise ConfigurationError(f"{cls.__qualname__}.time_limit must be a positive timedelta or None.")
 
 
 class JobRegistry:

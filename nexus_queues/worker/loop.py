@@ -39,6 +39,7 @@ from .periodic import PeriodicRunner
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
 from .runs import run_once, run_once_in_thread
+from .time_limits import TimeLimits
 from .wakeups import Wakeups
 
 logger = logging.getLogger("nexus_queues.worker")
@@ -95,6 +96,7 @@ class Worker:
         )
         """Per queue, watching its job's leases and acknowledgements."""
         self.lease_renewal = LeaseRenewal()
+        self.time_limits = TimeLimits(settings.WORKER_TIME_LIMIT_GRACE)
         self.stopping = False
         self._activity = "starting"
         self.presence = Presence(
@@ -128,6 +130,7 @@ class Worker:
                                           [j.database for j in self.periodic.job_classes])
                 wait_until_migrated(tables, self.breaker, self.wakeups.wait, lambda: self.stopping)
             self.lease_renewal.start()
+            self.time_limits.start()
             self.presence.start()
             pool = self._pool()
             while not self.stopping:
@@ -141,6 +144,7 @@ class Worker:
             if pool is not None:
                 _shut_down(pool, self.concurrency)
             self.lease_renewal.stop()
+            self.time_limits.stop()
             self.presence.stop()
             self.wakeups.close()
             reset_connections()
@@ -299,7 +303,7 @@ class Worker:
             for _ in range(runs):
                 if self.stopping:
                     break
-                got = run_once(job, self.lease_renewal)
+                got = run_once(job, self.lease_renewal, self.time_limits)
                 leased += got
                 if got < job.batch_size:
                     break
@@ -313,7 +317,7 @@ class Worker:
         try:
             while (runs and not self.stopping and not starved) or running:
                 while runs and not self.stopping and not starved and len(running) < self.concurrency:
-                    running.add(pool.submit(run_once_in_thread, job, self.lease_renewal))
+                    running.add(pool.submit(run_once_in_thread, job, self.lease_renewal, self.time_limits))
                     runs -= 1
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:

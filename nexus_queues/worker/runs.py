@@ -9,16 +9,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
 
 from django.db import reset_queries
 from django.utils import timezone
 
 from .. import throughput
+from ..cancelling import cancelled_among
+from ..conf import settings
 from ..connections import DATABASE_ERRORS, reset_connections
-from ..exceptions import UnstorableValue
+from ..exceptions import MessageCancelled, TimeLimitExceeded, UnstorableValue
 from ..failures import message_of
-from ..jobs.queue_jobs import Outcome, QueueJob
+from ..jobs.queue_jobs import Outcome, QueueJob, in_hand
 from ..leasing import lease
 from ..limited_claims import wake_on_release
 from ..limits import check_datetime
@@ -28,6 +31,7 @@ from ..throughput import Throughput
 from ..updates import finish_processed, mark_error, mark_processed, reschedule, retry_later
 from .lease_renewal import LeaseRenewal
 from .logs import correlation_id
+from .time_limits import TimeLimits
 
 logger = logging.getLogger("nexus_queues.worker")
 
@@ -40,26 +44,38 @@ class _Classified:
     later: dict[datetime, list[QueueItem]] = field(default_factory=lambda: defaultdict(list))
     retries: list[tuple[QueueItem, BaseException, datetime]] = field(default_factory=list)
     failed: list[tuple[QueueItem, BaseException]] = field(default_factory=list)
+    settled: int = 0
+    """Messages past their time limit that the watchdog set to Error (or a retry) itself."""
 
 
-def run_once(job: type[QueueJob], renewal: LeaseRenewal) -> int:
+@dataclass
+class _Processed:
+    """What the job made of a run's items, and which of them the time-limit watchdog settled itself."""
+
+    outcomes: Mapping[int, Outcome]
+    settled: set[int] = field(default_factory=set)
+
+
+def run_once(job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None = None) -> int:
     """One run of ``job`` over one leased batch; return how many messages it leased (0 when none were Pending)."""
-    return run_batch(job, renewal)[0]
+    return run_batch(job, renewal, limits)[0]
 
 
-def run_once_in_thread(job: type[QueueJob], renewal: LeaseRenewal) -> int:
+def run_once_in_thread(job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None = None) -> int:
     """:func:`run_once` in a pool thread: its query log reset first, its connections after a database error."""
     reset_queries()
     try:
-        return run_once(job, renewal)
+        return run_once(job, renewal, limits)
     except DATABASE_ERRORS:
         reset_connections()
         raise
 
 
-def run_batch(job: type[QueueJob], renewal: LeaseRenewal) -> tuple[int, JobRun | None]:
+def run_batch(
+    job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None = None
+) -> tuple[int, JobRun | None]:
     """One run of ``job`` over one leased batch: how many messages it leased, and its recorded run (None when
-    nothing was Pending)."""
+    nothing was Pending). ``limits`` enforces the job's ``time_limit`` (without it, none is)."""
     cid = uuid.uuid4().hex
     token = correlation_id.set(cid)
     try:
@@ -70,10 +86,10 @@ def run_batch(job: type[QueueJob], renewal: LeaseRenewal) -> tuple[int, JobRun |
         instance = job()
         renewal.hold(cid, items, job.lease_time)
         try:
-            outcomes = _process(instance, items)
+            processed = _process(instance, items, limits)
         finally:
             renewal.release(cid)
-        _acknowledge(instance, run, _classify(instance, items, outcomes))
+        _acknowledge(instance, run, _classify(instance, items, processed))
         return len(items), run
     finally:
         correlation_id.reset(token)
@@ -92,19 +108,85 @@ def _lease(job: type[QueueJob], cid: str) -> tuple[list[QueueItem], JobRun]:
     return items, run
 
 
-def _process(job: QueueJob, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
+def _process(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits | None) -> _Processed:
+    if job.time_limit is None or limits is None:
+        return _Processed(_batch(job, items))
+    if type(job).process_batch is QueueJob.process_batch:  # one limit per message, as process() sees them
+        return _limited_each(job, items, limits, job.time_limit)
+    return _limited_batch(job, items, limits, job.time_limit * len(items))
+
+
+def _limited_each(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits, limit: timedelta) -> _Processed:
+    outcomes: dict[int, Outcome] = {}
+    settled: set[int] = set()
+    for item in items:
+        reason = f"Processing message {item.pk} ran past {job.name()}.time_limit ({limit}) and was stopped."
+        limited = limits.call(partial(job.run_one, item), limit, partial(_settle, job, [item], reason))
+        outcomes[item.pk] = _named(limited.result, reason) if limited.fired else limited.result
+        if limited.fired:
+            reset_connections()
+        if limited.settled:
+            settled.add(item.pk)
+    return _Processed(outcomes, settled)
+
+
+def _limited_batch(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits, limit: timedelta) -> _Processed:
+    reason = (f"Processing a batch of {len(items)} ran past {len(items)} x {job.name()}.time_limit ({limit}) "
+              "and was stopped.")
+    limited = limits.call(partial(_batch, job, items), limit, partial(_settle, job, items, reason))
+    result = limited.result
+    outcomes = dict.fromkeys([item.pk for item in items], result) if isinstance(result, BaseException) else result
+    if limited.fired:
+        outcomes = {pk: _named(outcome, reason) for pk, outcome in outcomes.items()}
+        reset_connections()
+    return _Processed(outcomes, {item.pk for item in items} if limited.settled else set())
+
+
+def _named(outcome: Outcome, reason: str) -> Outcome:
+    """The watchdog's :class:`TimeLimitExceeded` given its reason (raised as a class, it has only its docstring).
+
+    Its callers then close the thread's connections: the exception may have landed in a driver's Python code
+    (PyMySQL's, psycopg's) halfway through a query, and the acknowledgement needs a connection in step."""
+    if isinstance(outcome, TimeLimitExceeded):
+        outcome.args = (reason,)
+    return outcome
+
+
+def _batch(job: QueueJob, items: Sequence[QueueItem]) -> Mapping[int, Outcome]:
     try:
-        return job.process_batch(items) or {}
+        with in_hand(items):
+            return job.process_batch(items) or {}
     except Exception as exc:
         return {item.pk: exc for item in items}
 
 
-def _classify(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, Outcome]) -> _Classified:
+def _settle(job: QueueJob, items: Sequence[QueueItem], reason: str) -> None:
+    """Error, or a retry, for ``items`` whose processing did not stop within the grace after its time limit."""
+    grace = settings.WORKER_TIME_LIMIT_GRACE
+    exc = TimeLimitExceeded(f"{reason} It did not stop within {grace} (blocked where it cannot be interrupted), "
+                            "so the worker settled the message; the job's code may still be running.")
     now = timezone.now()
-    result = _Classified()
+    for item in items:
+        retry = _retry_at(job, item, now)
+        _log_failure(item, exc, retry, traceback=False)
+        if retry is None:
+            mark_error([item], exc, now=now)
+        else:
+            retry_later([item], exc, retry, now=now)
+
+
+def _classify(job: QueueJob, items: Sequence[QueueItem], processed: _Processed) -> _Classified:
+    now = timezone.now()
+    result = _Classified(settled=len(processed.settled))
+    outcomes = processed.outcomes
+    cancelled = _cancelled(items, outcomes)
     for item in items:
         outcome = outcomes.get(item.pk)
-        if outcome is None:
+        if item.pk in processed.settled:
+            continue
+        if item.pk in cancelled:
+            logger.info("Message %s was cancelled; its job stopped.", item.pk, extra={"action": "message_cancelled"})
+        elif outcome is None:
             result.done.append(item)
         elif isinstance(outcome, datetime):
             _later(result, item, outcome)
@@ -118,6 +200,13 @@ def _classify(job: QueueJob, items: Sequence[QueueItem], outcomes: Mapping[int, 
         else:
             result.failed.append((item, TypeError(f"{type(outcome).__name__} is not a datetime, exception or None.")))
     return result
+
+
+def _cancelled(items: Sequence[QueueItem], outcomes: Mapping[int, Outcome]) -> set[int]:
+    """The items whose job stopped on :class:`MessageCancelled` and whose rows are Cancelled (one query, made only
+    when a job stopped so: a batch job that stops for one cancelled message fails the others as usual)."""
+    stopped = [item for item in items if isinstance(outcomes.get(item.pk), MessageCancelled)]
+    return cancelled_among(stopped) if stopped else set()
 
 
 def _later(result: _Classified, item: QueueItem, at: datetime) -> None:
@@ -154,7 +243,8 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
         later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
         retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
-        run.errors = unreadable + sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        failed = sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        run.errors = unreadable + outcome.settled + failed
         run.finished_at = now
         counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
         throughput.finish(run, ["processed", "rescheduled", "errors", "finished_at"], counts, using=alias)

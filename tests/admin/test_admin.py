@@ -457,7 +457,7 @@ def test_permissions__change_without_delete(client: Client) -> None:
                                                                        "change_greetingqueueitem"]))
     client.force_login(user)
     choices = dict(client.get(GREETINGS).context["action_form"].fields["action"].choices)
-    assert set(choices) == {"", "set_pending", "set_custom_status"}
+    assert set(choices) == {"", "set_pending", "cancel_messages", "set_custom_status"}
 
 
 def test_permissions__delete_without_change(client: Client) -> None:

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from nexus_queues import Status, batch, enqueue, enqueue_many, lease, mark_error, mark_processed, update_status
+from nexus_queues import Status, batch, cancel, enqueue, enqueue_many, lease, mark_error, mark_processed, update_status
 from nexus_queues.exceptions import InvalidArgument
 from nexus_queues.models import Batch
 from nexus_queues.testing import drain
@@ -90,6 +90,17 @@ def test_update_status__an_operator_finishing_the_last_member_completes_the_batc
     update_status(Greeting, Status.CANCELLED)
     assert counts(result.batch) == (2, 0, 0, 2, True)
     assert reports()[0]["cancelled"] == 2
+
+
+def test_cancel__pending_and_leased_members_count_cancelled_and_complete_the_batch():
+    """cancel() moves the counters in its own transaction: a Leased and a Pending member cancelled finish the batch."""
+    result = enqueue_many(greetings("a", "b", "c"), batch="stopped", on_complete=BatchReport())
+    first, _ = lease(Greeting, 2)
+    mark_processed([first])
+    assert counts(result.batch) == (3, 1, 0, 0, False)
+    cancel(Greeting.queue_items())
+    assert counts(result.batch) == (3, 1, 0, 2, True)
+    assert [(r["processed"], r["cancelled"]) for r in reports()] == [(1, 2)]
 
 
 def test_mark_processed__fenced_completions_outside_a_worker_count_too():

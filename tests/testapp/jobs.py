@@ -48,25 +48,47 @@ def wait_for_gate() -> None:
         time.sleep(0.02)
 
 
+def _seconds(name: str) -> timedelta | None:
+    value = os.environ.get(name)
+    return timedelta(seconds=float(value)) if value else None
+
+
 class GreetingJob(QueueJob):
     """``fail`` raises; ``block`` reports ``started`` and waits for the gate, ``block-db`` then reads the
-    database; ``later`` runs twice, 1 s apart."""
+    database, ``block-check`` then checks for a cancel; ``later`` runs twice, 1 s apart; ``spin`` runs Python
+    forever, ``stuck`` blocks in C (opening the FIFO named by ``NEXUS_TEST_FIFO``) until a writer opens it.
+    ``NEXUS_TEST_TIME_LIMIT`` (seconds) and ``NEXUS_TEST_ATTEMPTS`` set the time limit and attempts."""
 
     message_class = Greeting
     batch_size = 10
+    time_limit = _seconds("NEXUS_TEST_TIME_LIMIT")
+    max_attempts = int(os.environ.get("NEXUS_TEST_ATTEMPTS", "1"))
 
     def process(self, message: Greeting) -> datetime | None:
-        if message.name in ("block", "block-db"):
+        if message.name in ("block", "block-db", "block-check"):
             report("started", message.times)
             wait_for_gate()
         if message.name == "block-db":
             QueueSettings.objects.count()  # as most jobs do: fails when the connection was lost meanwhile
+        if message.name == "block-check":
+            self.check_cancelled()
+        if message.name in ("spin", "stuck"):
+            report("started", message.times)
+            self._run_long(message.name)
         if message.name == "fail":
             raise ValueError(f"cannot greet {message.times}")
         report(message.name, message.times)
         if message.name == "later" and reported("later") == 1:
             return timezone.now() + timedelta(seconds=1)
         return None
+
+    def _run_long(self, name: str) -> None:
+        if name == "stuck":
+            with open(os.environ["NEXUS_TEST_FIFO"], "rb") as fifo:  # blocks in C until the test opens it
+                fifo.read()
+            return
+        while True:
+            time.sleep(0.01)
 
 
 class ProductJob(QueueJob):

@@ -21,6 +21,7 @@ STATUSES: dict[str, TaskResultStatus] = {
     Status.PROCESSED: TaskResultStatus.SUCCESSFUL,
     Status.ERROR: TaskResultStatus.FAILED,
     Status.ABANDONED: TaskResultStatus.FAILED,
+    Status.CANCELLED: TaskResultStatus.FAILED,  # the framework has no cancelled state: it will not run
 }
 """The framework's status of each built-in status; any other (an operator's ``OnHold``) waits: READY."""
 
