@@ -90,8 +90,7 @@ def _cancel_chunk(alias: str, model: type[QueueItem], ids: Sequence[int], now: d
             model.objects.using(alias).filter(pk__in=[pk for pk, _, _ in locked]).update(
                 **changes.cancelled(now).as_update()
             )
-            moves = [
-                (batch, before, Status.CANCELLED.value) for _, before, headers in locked if (batch := membership.batch_of(headers))
-            ]
+            batches = [(membership.batch_of(headers), before) for _, before, headers in locked]
+            moves = [(batch, before, Status.CANCELLED.value) for batch, before in batches if batch is not None]
             membership.record(alias, moves, now)
     return [pk for pk, _, _ in locked]
