@@ -214,7 +214,7 @@ def test_browser__status_datalist_suggests_and_takes_new_text(page: object) -> N
     page.goto(f"{GREETINGS}{ids[0]}/change/")
     box = page.locator("input[name=status]")
     suggestions = box.evaluate("box => [...box.list.options].map(option => option.value)")
-    assert suggestions == ["Pending", "Processed", "Error", "Abandoned", "OnHold"]
+    assert suggestions == ["Pending", "Processed", "Error", "Abandoned", "Cancelled", "OnHold"]
     box.fill("Parked for review")
     screenshot(page, "status_datalist")
     page.click("input[name=_save]")
