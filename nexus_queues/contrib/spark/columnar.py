@@ -68,7 +68,7 @@ def _plan(arrow_type: pa.DataType, schema: Mapping[str, Any], defs: dict[str, An
     if kind in _SCHEMAS_PASSED:
         return _plan(arrow_type, schema["schema"], defs, depth)
     if kind == "function-after" and schema["function"]["function"] is in_utc:
-        return _plan(arrow_type, schema["schema"], defs, depth)
+        return _in_utc(arrow_type, schema["schema"], defs, depth)
     if kind == "model":
         return _model(arrow_type, schema, defs, depth)
     if kind == "list":
@@ -82,6 +82,16 @@ def _plan(arrow_type: pa.DataType, schema: Mapping[str, Any], defs: dict[str, An
         if (kinds, _arrow_kind(arrow_type)) in (({str}, "string"), ({int}, "int")):
             return _SCALAR_PAIRS["str" if kinds == {str} else "int", _arrow_kind(arrow_type)](arrow_type)
     raise Unsupported(f"a {kind} field from an Arrow {arrow_type} column")
+
+
+def _in_utc(arrow_type: pa.DataType, schema: Mapping[str, Any], defs: dict[str, Any], depth: int) -> ColumnWriter:
+    """A field kept in UTC by :func:`in_utc`: from a timestamp column of any time zone, written in UTC (the
+    validator is given the same moment, and keeps it in UTC either way)."""
+    if not (pa.types.is_timestamp(arrow_type) and arrow_type.tz):
+        return _plan(arrow_type, schema, defs, depth)
+    in_utc_type = pa.timestamp(arrow_type.unit, "UTC")
+    write = _plan(in_utc_type, schema, defs, depth)
+    return lambda array: write(pc.cast(array, in_utc_type))
 
 
 def _arrow_kind(arrow_type: pa.DataType) -> str:

@@ -85,7 +85,7 @@ SCHEMA = pa.schema(
         ("whole", pa.decimal128(20, 0)),
         ("limited", pa.decimal128(10, 4)),
         ("moment", UTC_TIME),
-        ("utc", pa.timestamp("ms", tz="UTC")),
+        ("utc", pa.timestamp("ms", tz="Europe/Stockholm")),
         ("local", pa.timestamp("us")),
         ("day", pa.date32()),
         ("ident", pa.string()),
@@ -206,6 +206,15 @@ class WithMap(QueueMessageWithId, abstract=True):
         return self.key
 
 
+class WithZone(QueueMessageWithId, abstract=True):
+    key: str
+    moment: AwareDatetime
+
+    @property
+    def message_id(self) -> str:
+        return self.key
+
+
 class WithValidator(QueueMessageWithId, abstract=True):
     key: str
 
@@ -224,11 +233,13 @@ class WithValidator(QueueMessageWithId, abstract=True):
     [
         (WithFloat, ("ratio", pa.float64(), 0.1)),
         (WithMap, ("counts", pa.map_(pa.string(), pa.int64()), [("a", 1)])),
+        (WithZone, ("moment", pa.timestamp("us", tz="Europe/Stockholm"), datetime(2030, 6, 1, tzinfo=UTC))),
         (WithValidator, None),
     ],
 )
 def test_whole_batch__other_fields_take_the_per_row_path(message_class: type[Any], column: Any) -> None:
-    """A float, a map, a validator of the project's own: row by row, with the same result."""
+    """A float, a map, an aware time in a zone other than UTC (kept in it), a validator of the project's own:
+    row by row, with the same result."""
     fields, values = [("key", pa.string())], [pa.array(["k"])]
     if column:
         fields.append(column[:2])
