@@ -90,8 +90,18 @@ class RowStager:
             return None
         start, token = self.next_position, self.token
         staged = [
-            StagedRow(token, start + index, ids[index], text, json_hash(text), p.headers, p.status, p.process_at,
-                      p.expires_at, None)
+            StagedRow(
+                token,
+                start + index,
+                ids[index],
+                text,
+                json_hash(text),
+                p.headers,
+                p.status,
+                p.process_at,
+                p.expires_at,
+                None,
+            )
             for index, (text, p) in enumerate(zip(texts, placements, strict=True))
         ]
         try:
