@@ -16,6 +16,7 @@ _DEFINING_QUEUES = {
     "QueueMessageWithId": "messages",
     "Status": "status",
     "HealthStatus": "status",
+    "UtcDatetime": "message_fields",
 }
 _ENQUEUEING = {
     "enqueue": "enqueueing",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from .jobs.queue_jobs import QueueJob, previous_message
     from .jobs.schedules import schedule_of
     from .leasing import abandon_expired_leases, lease
+    from .message_fields import UtcDatetime
     from .messages import QueueMessage, QueueMessageWithId
     from .status import HealthStatus, Status
     from .updates import (

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
-from typing import Annotated
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel
+from pydantic import BaseModel
 
-
-def _in_utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
-
-
-UtcDatetime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
-"""An aware time, kept in UTC: the same moment read in any time zone gives the same message JSON."""
+from nexus_queues import UtcDatetime
 
 
 class Price(BaseModel):

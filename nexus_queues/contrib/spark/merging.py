@@ -70,7 +70,13 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
             clock.timed("writing", staging.stage, alias, table, staged)
         rows += len(staged)
     logger.info(
-        "Staged %s rows into %s in %.1f s (%s).", rows, table, clock.total, clock, extra={"action": "spark_staged"}
+        "Staged %s rows into %s in %.1f s (%s; %s of them validated row by row).",
+        rows,
+        table,
+        clock.total,
+        clock,
+        stager.row_by_row,
+        extra={"action": "spark_staged"},
     )
     query = (context.getLocalProperty(QUERY_ID) if context else None) or ""
     return Staged(stager.token, rows - stager.rejected, stager.rejected, query, partition)

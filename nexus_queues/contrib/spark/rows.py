@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from ...enqueueing import Placement, enqueue_row, resolve_placement
 from ...exceptions import MessageTooLarge, NexusQueuesError
-from ...messages import QueueMessage
-from ...serialization import MessageEncoder
+from ...messages import QueueMessage, message_id_of
+from ...serialization import MessageEncoder, json_hash
 from ...staging import UNLIMITED, Budget, StagedRow
+from .bulk import BatchValidator
 
 PLACEMENT_COLUMNS = ("process_at", "expires_at", "status", "headers")
 """Optional columns that place the message rather than fill it (unless the message class has such a field)."""
@@ -27,8 +28,17 @@ class RowStager:
     """Turns the Arrow batches of one partition into staged rows under one token."""
 
     def __init__(
-        self, message_class: type[QueueMessage], token: int, partition: int, now: datetime, budget: Budget = UNLIMITED
+        self,
+        message_class: type[QueueMessage],
+        token: int,
+        partition: int,
+        now: datetime,
+        budget: Budget = UNLIMITED,
+        *,
+        whole_batches: bool = True,
     ) -> None:
+        """``whole_batches``: validate a batch at a time where the class and columns allow (:mod:`.bulk`), else
+        always row by row (each stores the same rows: the property tests compare them)."""
         self.message_class = message_class
         self.budget = budget
         self.token = token
@@ -37,9 +47,17 @@ class RowStager:
         self.placing = tuple(c for c in PLACEMENT_COLUMNS if c not in message_class.model_fields)
         self.unplaced = resolve_placement(None, None, None, None, None)
         self.rejected = 0
+        self.row_by_row = 0
+        """How many rows took the per-row path."""
+        self.bulk = BatchValidator(message_class, self.placing) if whole_batches else None
 
     def rows(self, batch: pa.RecordBatch) -> list[StagedRow]:
         """The batch's rows, staged: messages, and rejects holding their reason."""
+        staged = self._whole(batch)
+        if staged is not None:
+            self.next_position += len(staged)
+            return staged
+        self.row_by_row += batch.num_rows
         plain = _plain_maps(batch.schema)
         staged = []
         for record in batch.to_pylist():
@@ -47,6 +65,49 @@ class RowStager:
                 record = {name: plain(name, value) for name, value in record.items()}
             staged.append(self._row(record, self.next_position))
             self.next_position += 1
+        return staged
+
+    def _whole(self, batch: pa.RecordBatch) -> list[StagedRow] | None:
+        """The batch's rows staged a batch at a time (:mod:`.bulk`), or None when it takes the per-row path:
+        a row refused, a placement column refused or a row too large for the budget included."""
+        found = self.bulk.messages(batch) if self.bulk else None
+        if found is None:
+            return None
+        messages, texts = found
+        count = len(texts)
+        placements = [self.unplaced] * count
+        columns = {c: batch.column(c) for c in self.placing if c in batch.schema.names}
+        placed = [c for c, column in columns.items() if column.null_count < count]
+        try:
+            if placed:
+                values = {c: columns[c].to_pylist() for c in placed}
+                for index in range(count):
+                    placing = {c: values[c][index] for c in placed}
+                    if any(v is not None for v in placing.values()):
+                        placements[index] = self._placement(**placing)
+            ids = [message_id_of(message) for message in messages]
+        except (_PlacementError, NexusQueuesError):
+            return None
+        start, token = self.next_position, self.token
+        staged = [
+            StagedRow(
+                token,
+                start + index,
+                ids[index],
+                text,
+                json_hash(text),
+                p.headers,
+                p.status,
+                p.process_at,
+                p.expires_at,
+                None,
+            )
+            for index, (text, p) in enumerate(zip(texts, placements, strict=True))
+        ]
+        try:
+            self.budget.check(staged)
+        except MessageTooLarge:
+            return None
         return staged
 
     def _row(self, record: dict[str, Any], position: int) -> StagedRow:
