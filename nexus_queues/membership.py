@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 from pydantic import ValidationError
 
 from .backends import EnqueueRow, backend_for
@@ -36,6 +38,8 @@ BATCH_HEADER = "nexus_batch"
 
 FINISHED = {Status.PROCESSED.value: "processed", Status.ERROR.value: "error", Status.CANCELLED.value: "cancelled"}
 """The finished statuses, and the batch counter each one adds to."""
+
+T = TypeVar("T")
 
 _open: ContextVar[Batch | None] = ContextVar("nexus_batch", default=None)
 
@@ -151,6 +155,26 @@ def replaced(alias: str, model: type[QueueItem], message_ids: Sequence[str | Non
             if batch is not None and message_id is not None:
                 found[message_id] = (batch, status)
     return found
+
+
+def deleting(rows: QuerySet[Any], delete: Callable[[], T]) -> T:
+    """``delete()`` the ``rows``, counting the batch members among them that had not finished Cancelled (they will
+    never run), in one transaction: a batch whose member an operator deleted still completes."""
+    alias = rows.db
+    queue = rows.model.message_class.queue_name()
+    if not Batch.objects.using(alias).filter(queue=queue).exists():
+        return delete()
+    with transaction.atomic(using=alias):
+        backend_for(alias).take_write_lock()
+        found = rows.filter(headers__has_key=BATCH_HEADER).exclude(status__in=FINISHED).select_for_update()
+        moves = [
+            (batch, status, Status.CANCELLED.value)
+            for headers, status in found.order_by("pk").values_list("headers", "status")
+            if (batch := batch_of(headers)) is not None
+        ]
+        deleted = delete()
+        record(alias, moves, timezone.now())
+    return deleted
 
 
 def replaced_by_merge(

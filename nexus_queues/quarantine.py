@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import DataError
+from django.db import DataError, transaction
 from django.db.models import DateTimeField, Field, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -74,7 +74,15 @@ def _set_error(row: QuerySet[Any], unreadable: dict[Field[Any, Any], Exception])
     what = "; ".join(_problem(row, field, exc, field.attname in cleared) for field, exc in unreadable.items())
     error = describe(UnreadableRow(f"Set to Error: {what}."))
     changes = {"status": Status.ERROR, "lease_expires_at": None, "updated_at": now, **cleared}
-    return row.update(error_type=error.type, error_message=error.message, error_traceback="", **changes)
+    from . import membership  # here: membership reaches the backends, which read around with this module
+
+    with transaction.atomic(using=row.db):
+        before = row.select_for_update().values_list("headers", "status").first()
+        updated = row.update(error_type=error.type, error_message=error.message, error_traceback="", **changes)
+        batch = membership.batch_of(before[0]) if updated and before else None
+        if batch is not None and before is not None:  # a batch's member counts Error, as a failed run would
+            membership.record(row.db, [(batch, before[1], Status.ERROR.value)], now)
+    return updated
 
 
 def _problem(row: QuerySet[Any], field: Field[Any, Any], exc: Exception, cleared: bool) -> str:
