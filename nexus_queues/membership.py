@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.dispatch import receiver
 from django.utils import timezone
 from pydantic import ValidationError
 
+from . import quarantine
 from .backends import EnqueueRow, backend_for
 from .exceptions import InvalidArgument, NotRegistered
 from .models.batches import Batch
@@ -175,6 +177,14 @@ def deleting(rows: QuerySet[Any], delete: Callable[[], T]) -> T:
         deleted = delete()
         record(alias, moves, timezone.now())
     return deleted
+
+
+@receiver(quarantine.quarantined, dispatch_uid="nexus_queues.membership.quarantined")
+def _quarantined(sender: Any, *, alias: str, headers: Any, status: str, now: datetime, **_: Any) -> None:
+    """A member set to Error because Python cannot read it counts Error, as a failed run would."""
+    batch = batch_of(headers)
+    if batch is not None:
+        record(alias, [(batch, status, Status.ERROR.value)], now)
 
 
 def replaced_by_merge(

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from django.db import DataError, transaction
 from django.db.models import DateTimeField, Field, QuerySet, TextField
 from django.db.models.functions import Cast
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .exceptions import UnreadableRow
@@ -28,6 +29,10 @@ UNREADABLE = (DataError, ValueError, TypeError, AttributeError, OverflowError)
 
 SUSPECTS = 100
 """The most rows examined after a read failed."""
+
+quarantined = Signal()
+"""Sent in the transaction that set a row to Error, with its ``alias``, its ``headers`` and ``status`` before and
+``now``: the batches count their members there (:mod:`.membership` connects, as the backends below it cannot)."""
 
 
 def read_around(read: Callable[[], T], suspects: QuerySet[Any], limit: int = SUSPECTS) -> T:
@@ -74,14 +79,11 @@ def _set_error(row: QuerySet[Any], unreadable: dict[Field[Any, Any], Exception])
     what = "; ".join(_problem(row, field, exc, field.attname in cleared) for field, exc in unreadable.items())
     error = describe(UnreadableRow(f"Set to Error: {what}."))
     changes = {"status": Status.ERROR, "lease_expires_at": None, "updated_at": now, **cleared}
-    from . import membership  # here: membership reaches the backends, which read around with this module
-
     with transaction.atomic(using=row.db):
         before = row.select_for_update().values_list("headers", "status").first()
         updated = row.update(error_type=error.type, error_message=error.message, error_traceback="", **changes)
-        batch = membership.batch_of(before[0]) if updated and before else None
-        if batch is not None and before is not None:  # a batch's member counts Error, as a failed run would
-            membership.record(row.db, [(batch, before[1], Status.ERROR.value)], now)
+        if updated and before is not None:
+            quarantined.send(row.model, alias=row.db, headers=before[0], status=before[1], now=now)
     return updated
 
 
