@@ -48,18 +48,33 @@ def batch(
     message_class = registry.resolve(queue)
     if membership.current() is not None:
         raise InvalidArgument(f"Batch {membership.current()} is open: batches do not nest.")
-    if not isinstance(label, str) or len(label) > MAX_LABEL_LENGTH:
-        raise InvalidArgument(f"A batch's label is text of at most {MAX_LABEL_LENGTH} characters, got {label!r}.")
     alias = message_class.queue_options.database
-    completion = _completion(message_class, on_complete)
+    check_completion(message_class, on_complete)
     with transaction.atomic(using=alias):
-        opened = Batch.objects.using(alias).create(
-            queue=message_class.queue_name(), label=label, created_at=timezone.now(), **completion
-        )
+        opened = create(message_class, label=label, on_complete=on_complete)
         with membership.opened(opened):
             yield opened
         membership.close(alias, opened, timezone.now())
         opened.refresh_from_db(using=alias)
+
+
+def create(message_class: type[QueueMessage], *, label: str = "", on_complete: QueueMessage | None = None) -> Batch:
+    """A new open batch of ``message_class``'s queue, in the caller's transaction (a Spark merge's); its members
+    join through :func:`membership.joined`, and :func:`membership.close` closes it."""
+    if not isinstance(label, str) or len(label) > MAX_LABEL_LENGTH:
+        raise InvalidArgument(f"A batch's label is text of at most {MAX_LABEL_LENGTH} characters, got {label!r}.")
+    alias = message_class.queue_options.database
+    return Batch.objects.using(alias).create(
+        queue=message_class.queue_name(),
+        label=label,
+        created_at=timezone.now(),
+        **_completion(message_class, on_complete),
+    )
+
+
+def check_completion(message_class: type[QueueMessage], on_complete: QueueMessage | None) -> None:
+    """:class:`InvalidArgument` unless ``on_complete`` can be the completion of a batch of ``message_class``."""
+    _completion(message_class, on_complete)
 
 
 def _completion(message_class: type[QueueMessage], on_complete: QueueMessage | None) -> dict[str, Any]:

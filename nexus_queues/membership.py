@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.db import transaction
+from django.db.models import QuerySet
+from django.dispatch import receiver
+from django.utils import timezone
 from pydantic import ValidationError
 
+from . import quarantine
 from .backends import EnqueueRow, backend_for
 from .exceptions import InvalidArgument, NotRegistered
 from .models.batches import Batch
@@ -35,6 +40,8 @@ BATCH_HEADER = "nexus_batch"
 
 FINISHED = {Status.PROCESSED.value: "processed", Status.ERROR.value: "error", Status.CANCELLED.value: "cancelled"}
 """The finished statuses, and the batch counter each one adds to."""
+
+T = TypeVar("T")
 
 _open: ContextVar[Batch | None] = ContextVar("nexus_batch", default=None)
 
@@ -150,6 +157,75 @@ def replaced(alias: str, model: type[QueueItem], message_ids: Sequence[str | Non
             if batch is not None and message_id is not None:
                 found[message_id] = (batch, status)
     return found
+
+
+def deleting(rows: QuerySet[Any], delete: Callable[[], T]) -> T:
+    """``delete()`` the ``rows``, counting the batch members among them that had not finished Cancelled (they will
+    never run), in one transaction: a batch whose member an operator deleted still completes."""
+    alias = rows.db
+    queue = rows.model.message_class.queue_name()
+    if not Batch.objects.using(alias).filter(queue=queue).exists():
+        return delete()
+    with transaction.atomic(using=alias):
+        backend_for(alias).take_write_lock()
+        found = rows.filter(headers__has_key=BATCH_HEADER).exclude(status__in=FINISHED).select_for_update()
+        moves = [
+            (batch, status, Status.CANCELLED.value)
+            for headers, status in found.order_by("pk").values_list("headers", "status")
+            if (batch := batch_of(headers)) is not None
+        ]
+        deleted = delete()
+        record(alias, moves, timezone.now())
+    return deleted
+
+
+@receiver(quarantine.quarantined, dispatch_uid="nexus_queues.membership.quarantined")
+def _quarantined(sender: Any, *, alias: str, headers: Any, status: str, now: datetime, **_: Any) -> None:
+    """A member set to Error because Python cannot read it counts Error, as a failed run would."""
+    batch = batch_of(headers)
+    if batch is not None:
+        record(alias, [(batch, status, Status.ERROR.value)], now)
+
+
+def replaced_by_merge(
+    alias: str, model: type[QueueItem], queue: str, staged: QuerySet[Any], *, idempotent: bool
+) -> list[Move]:
+    """The members of open batches that a merge of the ``staged`` rows replaces (locked), as moves out of their
+    batch: a Spark sync that changes a message still waiting in an earlier sync's batch takes it out of that one.
+
+    Batches already complete keep their final counts: only the open batches of the queue are looked up, so a
+    sync of rows whose batches completed reads no more rows than without batches.
+    """
+    open_ids = set(
+        Batch.objects.using(alias).filter(queue=queue, completed_at__isnull=True).values_list("pk", flat=True)
+    )
+    if not open_ids:
+        return []
+    ids = staged.filter(reject__isnull=True).values("message_id")
+    rows = model.objects.using(alias).select_for_update().filter(message_id__in=ids).order_by("pk")
+    found = [
+        (message_id, batch, status, hash_)
+        for message_id, headers, status, hash_ in rows.filter(headers__has_key=BATCH_HEADER).values_list(
+            "message_id", "headers", "status", "message_hash"
+        )
+        if (batch := batch_of(headers)) in open_ids
+    ]
+    if idempotent and found:
+        newest: dict[str | None, str | None] = {}
+        chosen = staged.filter(reject__isnull=True, message_id__in=[row[0] for row in found]).order_by("position")
+        for message_id, hash_ in chosen.values_list("message_id", "message_hash"):
+            newest[message_id] = hash_
+        found = [row for row in found if newest.get(row[0]) != row[3]]
+    return [(batch, status, None) for _, batch, status, _ in found]
+
+
+def merged(alias: str, batch: Batch, written: int, finished: Mapping[str, int], now: datetime) -> None:
+    """``written`` messages joined ``batch`` in a merge, ``finished`` of them by status stored finished; close it."""
+    delta: Counter[str] = Counter(total=written)
+    for status, count in finished.items():
+        delta[FINISHED[status]] += count
+    apply(alias, {batch.pk: delta}, now)
+    close(alias, batch, now)
 
 
 def _completed(alias: str, batch: Batch, now: datetime) -> list[str]:

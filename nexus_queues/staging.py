@@ -13,13 +13,14 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.apps.registry import Apps
 from django.db import connections, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from . import membership
 from .backends import backend_for
 from .backends.base import MergeCounts as MergeCounts
 from .backends.base import StagedRow as StagedRow
@@ -29,6 +30,8 @@ from .status import MAX_STATUS_LENGTH
 
 if TYPE_CHECKING:
     from .messages import QueueMessage
+    from .models import QueueItem
+    from .models.batches import Batch
 
 PREFIX = "nexus_staging_"
 STREAM_PREFIX = "nexus_stream_"
@@ -140,20 +143,56 @@ def turn(message_class: type[QueueMessage], on_wait: Callable[[], None]) -> Abst
     return backend_for(options.database).merge_turn(message_class.queue_model._meta.db_table, on_wait)
 
 
-def merge(message_class: type[QueueMessage], table: str, tokens: Sequence[int], *, notify: bool) -> MergeCounts:
+def merge(
+    message_class: type[QueueMessage], table: str, tokens: Sequence[int], *, notify: bool, batch: Batch | None = None
+) -> MergeCounts:
     """Merge the messages staged under ``tokens`` into the queue of ``message_class``, in the caller's
-    transaction; ``notify`` wakes the queue's workers once, when it commits."""
+    transaction; ``notify`` wakes the queue's workers once, when it commits.
+
+    With ``batch`` (open, made in the caller's transaction), the messages the merge writes (new and changed;
+    unchanged ones too on a queue that is not idempotent, which stores them again) become its members, and it
+    is closed; when the merge writes none, it is deleted.
+    """
     if not tokens:
+        if batch is not None:
+            batch.delete(using=message_class.queue_options.database)
         return MergeCounts()
     options = message_class.queue_options
-    backend = backend_for(options.database)
+    alias = options.database
+    backend = backend_for(alias)
     model = message_class.queue_model
     backend.take_write_lock()
     default = backend.default_status(model)
+    if batch is not None:
+        staged = staging_model(table)._default_manager.using(alias).filter(token__in=tokens)
+        moves = membership.replaced_by_merge(
+            alias,
+            model,
+            message_class.queue_name(),
+            staged,
+            idempotent=options.idempotent and message_class.has_identity,
+        )
+        membership.record(alias, moves, timezone.now())
+        backend.join_staged(table, tokens, batch.pk)
     if message_class.has_identity:
         counts = backend.merge_staged(model, table, tokens, default, timezone.now(), idempotent=options.idempotent)
     else:
         counts = backend.append_staged(model, table, tokens, default, timezone.now())
+    if batch is not None:
+        written = counts.new + counts.changed + (0 if options.idempotent else counts.unchanged)
+        _settle(alias, batch, model, staged, written)
     if notify and (counts.new or counts.changed or (counts.unchanged and not options.idempotent)):
         backend.notify(message_class.queue_name())
     return counts
+
+
+def _settle(alias: str, batch: Batch, model: type[QueueItem], staged: models.QuerySet[Any], written: int) -> None:
+    """Count the ``written`` members of a merge's ``batch`` and close it, or delete it when the merge wrote none."""
+    if not written:
+        batch.delete(using=alias)
+        return
+    finished: dict[str, int] = {}
+    if staged.filter(reject__isnull=True, status__in=membership.FINISHED).exists():  # rare: stored finished
+        members = model.objects.using(alias).filter(headers__nexus_batch=batch.pk, status__in=membership.FINISHED)
+        finished = dict(members.values("status").annotate(n=models.Count("pk")).values_list("status", "n"))
+    membership.merged(alias, batch, written, finished, timezone.now())

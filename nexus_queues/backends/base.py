@@ -273,6 +273,12 @@ class Backend(Session):
             while rows := cursor.fetchmany(1000):
                 yield from (row[0] for row in rows)
 
+    def join_staged(self, table: str, tokens: Sequence[int], batch: int) -> None:
+        """Name ``batch`` in the headers of the messages staged under ``tokens``: the merge stores them as members."""
+        with self.cursor() as cursor:
+            sql = self.sql.STAGED_JOIN_BATCH.format(staging=self.quote(table), tokens=marks(tokens))
+            cursor.execute(sql, [batch, *tokens])
+
     def merge_staged(
         self,
         model: type[QueueItem],

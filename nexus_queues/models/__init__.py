@@ -14,7 +14,7 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
-from .. import updates
+from .. import membership, updates
 from ..backends import backend_for
 from ..exceptions import ConfigurationError
 from ..fields import MessageField
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 class QueueItemQuerySet(models.QuerySet):
     """Queue rows, with one method per status."""
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Delete the rows; the batch members among them not finished yet count Cancelled in their batches."""
+        return membership.deleting(self, super().delete)
 
     def with_status(self, status: str) -> QueueItemQuerySet:
         """Rows in ``status``."""
@@ -106,6 +110,10 @@ class QueueItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.message_class.queue_name()} #{self.pk} ({self.status})"
+
+    def delete(self, using: str | None = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
+        """Delete the row as :meth:`QueueItemQuerySet.delete` does: a batch member not finished counts Cancelled."""
+        return type(self).objects.using(using or self._state.db).filter(pk=self.pk).delete()
 
     def mark_processed(self) -> bool:
         """Deprecated: call ``nexus_queues.mark_processed([item])``."""

@@ -3,21 +3,15 @@ do old job runs and the rows of processes long stopped or gone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
-from functools import partial
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import membership
-from ..backends import backend_for
 from ..conf import settings
 from ..leasing import abandon_expired, abandon_expired_leases
-from ..membership import batch_of
 from ..messages import QueueMessage
-from ..models import Batch, JobRun, QueueItemQuerySet
+from ..models import JobRun, QueueItemQuerySet
 from ..processes import WorkerProcess
 from ..registry import registry
 from ..status import Status
@@ -97,16 +91,11 @@ def _purge(message_class: type[QueueMessage], now: datetime) -> int:
 
 def _drop(message_class: type[QueueMessage], now: datetime) -> int:
     waiting = Q(status=Status.PENDING) | Q(status=Status.SLEEPING)
-    expired = message_class.queue_items().filter(waiting, expires_at__lte=now)
-    alias = message_class.queue_options.database
-    if Batch.objects.using(alias).filter(queue=message_class.queue_name()).exists():
-        return _delete_in_batches(expired, partial(_drop_members, now))
-    return _delete_in_batches(expired)
+    # The batch members among them count Cancelled (QueueItemQuerySet.delete): they will never run.
+    return _delete_in_batches(message_class.queue_items().filter(waiting, expires_at__lte=now))
 
 
-def _delete_in_batches(
-    rows: QueueItemQuerySet, delete: Callable[[QueueItemQuerySet, list[int]], int] | None = None
-) -> int:
+def _delete_in_batches(rows: QueueItemQuerySet) -> int:
     size = settings.WORKER_CLEANUP_BATCH_SIZE
     deleted = 0
     while True:
@@ -114,18 +103,6 @@ def _delete_in_batches(
         if not ids:
             return deleted
         # The filter again: a row may have moved on.
-        deleted += delete(rows, ids) if delete else rows.filter(id__in=ids).delete()[0]
+        deleted += rows.filter(id__in=ids).delete()[0]
         if len(ids) < size:
             return deleted
-
-
-def _drop_members(now: datetime, rows: QueueItemQuerySet, ids: list[int]) -> int:
-    """Delete the expired rows ``ids``, counting the batch members among them Cancelled: they will never run."""
-    alias = rows.db
-    with transaction.atomic(using=alias):
-        backend_for(alias).take_write_lock()
-        found = list(rows.filter(id__in=ids).select_for_update().order_by("id").values_list("id", "headers"))
-        deleted = rows.filter(id__in=[pk for pk, _ in found]).delete()[0]
-        moves = [(batch, Status.PENDING, Status.CANCELLED) for _, headers in found if (batch := batch_of(headers))]
-        membership.record(alias, moves, now)
-    return deleted

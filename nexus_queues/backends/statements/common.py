@@ -120,6 +120,12 @@ RETURNING {columns}""",
         "The rejects staged under some tokens, in position order.",
         "SELECT reject FROM {staging} WHERE token IN ({tokens}) AND reject IS NOT NULL ORDER BY position",
     )
+    STAGED_JOIN_BATCH = Statement(
+        "Name a batch in the headers of the messages staged under some tokens, so that the merge stores them "
+        "as its members (MariaDB/MySQL and SQLite both say JSON_SET).",
+        "UPDATE {staging} SET headers = JSON_SET(COALESCE(headers, '{{}}'), '$.nexus_batch', %s) "
+        "WHERE token IN ({tokens}) AND reject IS NULL",
+    )
     NEWEST_STAGED = Statement(
         "The staged messages, the last staged of each message id only (rejects left out).",
         """SELECT * FROM (

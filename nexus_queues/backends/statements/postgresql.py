@@ -17,6 +17,12 @@ class PostgresStatements(Statements):
         "SELECT current_setting('port')::int",
     )
     JSON_FROM_TEXT = Statement("A text column's value as a jsonb column's.", "{}::jsonb")
+    STAGED_JOIN_BATCH = Statement(
+        "Name a batch in the headers of the messages staged under some tokens, so that the merge stores them "
+        "as its members.",
+        "UPDATE {staging} SET headers = (COALESCE(headers, '{{}}')::jsonb || jsonb_build_object('nexus_batch', "
+        "%s::bigint))::text WHERE token IN ({tokens}) AND reject IS NULL",
+    )
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     CLAIMED_IDS = Statement(
         "Which rows a claim leases: the ids its pick chose, as an array.", "id = ANY(ARRAY({pick}))"

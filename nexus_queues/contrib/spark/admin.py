@@ -18,9 +18,10 @@ class SyncAdmin(admin.ModelAdmin):
 
     list_display = (
         "id", "queue", "stream", "batch_id", "state", "started_at", "finished_at",
-        "new", "changed", "unchanged", "scheduled", "rejected",
+        "new", "changed", "unchanged", "scheduled", "rejected", "queue_batch",
     )  # fmt: skip
     list_filter = ("state", "queue")
+    list_select_related = ("queue_batch",)
     search_fields = ("queue", "stream")
     date_hierarchy = "started_at"
 

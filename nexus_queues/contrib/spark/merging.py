@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from django.db.models import F, Max, QuerySet
 from django.utils import timezone
+from pydantic import ValidationError
 from pyspark import TaskContext
 
-from ... import signals, staging
-from ...exceptions import StreamCheckpointChanged, TooManyRejects
+from ... import batches, signals, staging
+from ...exceptions import InvalidArgument, StreamCheckpointChanged, TooManyRejects
 from ...messages import QueueMessage
 from ...registry import registry
 from .models import Sync
@@ -43,6 +44,7 @@ def begin(options: WriteOptions) -> tuple[str, int]:
     message_class, alias = _queue(options)
     for table in staging.drop_stale(alias, timezone.now()):
         logger.warning("Dropped staging table %s, left by a sync whose driver stopped.", table)
+    completion(options)  # a completion that cannot be is refused before anything is staged
     table = staging.new_table_name(message_class.queue_name())
     sync_id = options.sync or Sync.objects.using(alias).create(queue=message_class.queue_name()).pk
     staging.create(alias, table)
@@ -52,6 +54,8 @@ def begin(options: WriteOptions) -> tuple[str, int]:
 def begin_stream(options: WriteOptions) -> str:
     """Create the stream's staging table unless a run before made it."""
     _, alias = _queue(options)
+    if options.on_complete or options.batch_label:
+        raise InvalidArgument("A stream's micro-batches are not batches: on_complete and batch_label are for a write.")
     table = staging.stream_table_name(options.stream_name)
     staging.create(alias, table)
     return table
@@ -135,7 +139,7 @@ def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Sta
     _, alias = _queue(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
     try:
-        _merge(options, table, staged, record)
+        _merge(options, table, staged, record, batched=True)
     except Exception as exc:
         _fail(record, alias, str(exc))
         raise
@@ -184,8 +188,25 @@ def abort_batch(options: WriteOptions, table: str) -> None:
     staging.clear(_queue(options)[1], table)
 
 
-def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: Sync) -> None:
-    """Check the rejects, then merge the staged messages and save ``record``, in one transaction."""
+def completion(options: WriteOptions) -> QueueMessage | None:
+    """The completion message the options give the sync's batch; :class:`InvalidArgument` when it cannot be one."""
+    if not options.on_complete:
+        if options.on_complete_message:
+            raise InvalidArgument("Option on_complete_message needs on_complete, the queue of the completion message.")
+        return None
+    message_class, _ = _queue(options)
+    completion_class = registry.resolve(options.on_complete)
+    try:
+        message = completion_class.model_validate(options.on_complete_message)
+    except ValidationError as exc:
+        raise InvalidArgument(f"Option on_complete_message is not a message of {options.on_complete!r}: {exc}") from exc
+    batches.check_completion(message_class, message)
+    return message
+
+
+def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: Sync, *, batched: bool = False) -> None:
+    """Check the rejects, then merge the staged messages and save ``record``, in one transaction; ``batched``:
+    the messages it writes form a batch."""
     message_class, alias = _queue(options)
     tokens = [s.token for s in staged]
     record.rejected = sum(s.rejects for s in staged)
@@ -201,7 +222,12 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
         raise TooManyRejects(f"{record.rejected} rows were rejected, more than max_rejects ({allowed}){where}")
     started = time.perf_counter()
     with staging.turn(message_class, lambda: _waiting(record)):
-        counts = staging.merge(message_class, table, tokens, notify=True)
+        batch = None
+        if batched:
+            label = options.batch_label or f"Spark sync #{record.pk}"
+            batch = batches.create(message_class, label=label, on_complete=completion(options))
+        counts = staging.merge(message_class, table, tokens, notify=True, batch=batch)
+        record.queue_batch = batch if batch is not None and batch.pk is not None else None
         record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
         record.scheduled, record.superseded = counts.scheduled, counts.superseded
         record.state, record.finished_at = Sync.State.STORED, timezone.now()

@@ -34,6 +34,15 @@ class Sync(models.Model):
     replays = models.PositiveIntegerField(
         default=0, help_text="How many times Spark ran the batch again after it was stored."
     )
+    queue_batch = models.ForeignKey(
+        "nexus_queues.Batch",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name="batch",
+        help_text="The batch of the messages it made Pending (new and changed); none when it wrote none.",
+    )
     error = models.TextField(blank=True, default="")
     watched = models.BooleanField(
         default=False, help_text="Its driver holds a lock while it runs: running without it, it failed."

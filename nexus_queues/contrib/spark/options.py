@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ...exceptions import InvalidArgument
 from ...status import validate_status
 
-WRITE_OPTIONS = ("queue", "rejects", "max_rejects", "sync", "stream")
+WRITE_OPTIONS = (
+    "queue",
+    "rejects",
+    "max_rejects",
+    "sync",
+    "stream",
+    "on_complete",
+    "on_complete_message",
+    "batch_label",
+)
 READ_OPTIONS = (
     "queue",
     "partitions",
@@ -37,6 +48,12 @@ class WriteOptions:
     """The :class:`~.models.Sync` record to fill (:func:`~.syncing.sync` makes one); a new one when None."""
     stream: str = ""
     """A stream's name, under which its batch ids are recorded (default: the queue's name)."""
+    on_complete: str = ""
+    """The queue of the completion message of the sync's batch (blank: none)."""
+    on_complete_message: dict[str, Any] = field(default_factory=dict)
+    """The completion message's fields (all but ``batch``), from JSON."""
+    batch_label: str = ""
+    """The label of the sync's batch (default: "Spark sync #<id>")."""
 
     @property
     def stream_name(self) -> str:
@@ -58,7 +75,24 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         max_rejects=_count(given, "max_rejects"),
         sync=_count(given, "sync"),
         stream=given.get("stream", ""),
+        on_complete=given.get("on_complete", ""),
+        on_complete_message=_json_object(given, "on_complete_message"),
+        batch_label=given.get("batch_label", ""),
     )
+
+
+def _json_object(given: dict[str, str], name: str) -> dict[str, Any]:
+    if name not in given:
+        return {}
+    try:
+        value = json.loads(given[name])
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise InvalidArgument(
+            f'Option {name} must be a JSON object, as {{"note": "export prices"}}; got {given[name]!r}.'
+        )
+    return value
 
 
 @dataclass(frozen=True)

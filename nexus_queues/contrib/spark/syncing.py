@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from ... import signals
+from ...batches import check_completion
 from ...exceptions import SyncFailed
 from ...messages import QueueMessage
 from ...registry import registry
@@ -32,20 +34,37 @@ class SyncCounts:
     scheduled: int
     rejected: int
     superseded: int
+    batch: int | None = None
+    """The id of the :class:`~nexus_queues.models.Batch` of the messages it made Pending; None when it wrote none."""
 
     @classmethod
     def of(cls, record: Sync) -> SyncCounts:
         """The counts a sync's record holds."""
-        return cls(record.new, record.changed, record.unchanged, record.scheduled, record.rejected, record.superseded)
+        return cls(
+            record.new,
+            record.changed,
+            record.unchanged,
+            record.scheduled,
+            record.rejected,
+            record.superseded,
+            record.queue_batch_id,
+        )
 
 
-def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any) -> SyncCounts:
+def sync(
+    df: DataFrame, message_class: type[QueueMessage] | str, *, on_complete: QueueMessage | None = None, **options: Any
+) -> SyncCounts:
     """Sync ``df`` into the queue of ``message_class``, all or nothing; the counts of what it did.
 
-    ``options`` are the data source's (``rejects``, ``max_rejects``). Raises :class:`SyncFailed` when
-    nothing was stored: too many rejects, a failed task, a database error.
+    The messages it writes (new and changed) form a batch (``SyncCounts.batch``); once all have finished,
+    ``on_complete`` is enqueued, as :func:`nexus_queues.batch` does. ``options`` are the data source's
+    (``rejects``, ``max_rejects``, ``batch_label``). Raises :class:`SyncFailed` when nothing was stored: too
+    many rejects, a failed task, a database error.
     """
     message_class = registry.resolve(message_class)
+    if on_complete is not None:
+        check_completion(message_class, on_complete)
+        options = {**options, **completion_options(on_complete)}
     alias = message_class.queue_options.database
     register(df.sparkSession)
     with watched(alias, message_class.queue_name()) as record:
@@ -64,6 +83,12 @@ def sync(df: DataFrame, message_class: type[QueueMessage] | str, **options: Any)
     signals.send(signals.synced, message_class, alias, sync_id=record.pk, counts=counts)
     logger.info("Sync #%s into %s: %s.", record.pk, record.queue, counts, extra={"action": "spark_sync_stored"})
     return counts
+
+
+def completion_options(on_complete: QueueMessage) -> dict[str, str]:
+    """The write options that give a sync's batch the completion message ``on_complete``."""
+    fields = on_complete.model_dump(mode="json", exclude={"batch"})
+    return {"on_complete": type(on_complete).queue_name(), "on_complete_message": json.dumps(fields)}
 
 
 def _python_error(exc: Exception) -> str:

@@ -67,7 +67,9 @@ def test_sync__leaves_a_message_stored_while_its_merge_waited(frame: Any) -> Non
     counts = sync(frame(products(10, "Renamed"), PRODUCT), Product)
 
     other.outcome()
-    assert counts == SyncCounts(new=0, changed=9, unchanged=1, scheduled=0, rejected=0, superseded=0)
+    assert counts == SyncCounts(
+        new=0, changed=9, unchanged=1, scheduled=0, rejected=0, superseded=0, batch=counts.batch
+    )
     statuses = dict(Product.queue_items().values_list("message_id", "status"))
     assert statuses.pop("SKU-3") == Status.PROCESSED
     assert set(statuses.values()) == {Status.PENDING}
@@ -99,7 +101,9 @@ def test_sync__into_an_empty_queue_meets_a_message_stored_meanwhile(frame: Any) 
     counts = sync(frame(products(10), PRODUCT), Product)
 
     other.outcome()
-    assert counts == SyncCounts(new=9, changed=0, unchanged=1, scheduled=0, rejected=0, superseded=0)
+    assert counts == SyncCounts(
+        new=9, changed=0, unchanged=1, scheduled=0, rejected=0, superseded=0, batch=counts.batch
+    )
     assert sorted(Product.queue_items().values_list("message_id", flat=True)) == [f"SKU-{i}" for i in range(10)]
 
 

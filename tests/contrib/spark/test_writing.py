@@ -34,7 +34,7 @@ def test_sync__counts_new_then_unchanged(frame: Any) -> None:
     first = sync(df, Product)
     again = sync(df, Product)
 
-    assert first == SyncCounts(new=50, changed=0, unchanged=0, scheduled=0, rejected=0, superseded=0)
+    assert first == SyncCounts(new=50, changed=0, unchanged=0, scheduled=0, rejected=0, superseded=0, batch=first.batch)
     assert again == SyncCounts(new=0, changed=0, unchanged=50, scheduled=0, rejected=0, superseded=0)
     rows = Product.queue_items()
     assert rows.count() == 50

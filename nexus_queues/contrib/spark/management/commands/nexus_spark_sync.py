@@ -58,6 +58,17 @@ class Command(BaseCommand):
             type=at_least(0),
             help="Fail, storing nothing, beyond this many rejects (0 without --rejects).",
         )
+        parser.add_argument(
+            "--on-complete",
+            metavar="QUEUE",
+            help="The queue of a message enqueued once the messages the sync makes Pending have all finished.",
+        )
+        parser.add_argument(
+            "--on-complete-message",
+            metavar="JSON",
+            help='That message\'s fields, a JSON object (default {}): \'{"currency": "EUR"}\'.',
+        )
+        parser.add_argument("--batch-label", help="The label of the sync's batch (default: Spark sync #<id>).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -72,7 +83,8 @@ class Command(BaseCommand):
         reader = spark.read.format(options["format"])
         if options["format"] == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
-        extra = {k: options[k] for k in ("rejects", "max_rejects") if options[k] is not None}
+        names = ("rejects", "max_rejects", "on_complete", "on_complete_message", "batch_label")
+        extra = {k: options[k] for k in names if options[k] is not None}
         try:
             df = reader.load(options["input"])
             cores, read_in = spark.sparkContext.defaultParallelism, df.rdd.getNumPartitions()
@@ -86,6 +98,9 @@ class Command(BaseCommand):
             raise CommandError(f"Nothing was stored: {_first_line(exc)}") from exc
         for name in ("new", "changed", "unchanged", "scheduled", "rejected", "superseded"):
             self.stdout.write(f"{name:>10}: {getattr(counts, name)}")
+        if counts.batch is not None:
+            then = f" (once processed: {options['on_complete']})" if options["on_complete"] else ""
+            self.stdout.write(f"{'batch':>10}: {counts.batch}{then}")
         if counts.rejected and options["rejects"]:
             self.stdout.write(f"Rejected rows are in {options['rejects']}.")
 
