@@ -17,7 +17,8 @@ def test_list_queues__counts_per_status_and_health(admin):
     queues = {q["name"]: q for q in admin.get("queues").json()}
     assert set(queues) == {
         "arrivals", "audits", "batch_reports", "beats", "digests", "errands", "greetings", "inventory", "nudges",
-        "pings", "products", "shipments", "visits", "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
+        "pings", "products", "shipments", "visits",
+        "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
     }
     greetings = queues["greetings"]
     assert greetings["counts"]["Error"] == 2 and greetings["counts"]["Parked"] == 1
