@@ -34,28 +34,35 @@ if TYPE_CHECKING:
 logger = logging.getLogger("nexus_queues")
 
 
-def mark_processed(items: Iterable[QueueItem], *, now: datetime | None = None) -> list[int]:
+def mark_processed(
+    items: Iterable[QueueItem], *, now: datetime | None = None, fields: Sequence[str] = ()
+) -> list[int]:
     """Processed (the message becomes the previous version), or deleted when the queue keeps
-    no processed messages. Only rows still leased by their item's lease change; returns their ids."""
+    no processed messages. Only rows still leased by their item's lease change; returns their ids.
+
+    ``fields``: fields of the items (a job's results) saved on their kept rows in the same fenced write.
+    """
     change = changes.processed(now or timezone.now())
     done: list[QueueItem] = []
     for lease in _leases(items):
         keeps = lease.model.message_class.queue_options.keeps_processed
-        done += _changed(lease, _change(lease, change) if keeps else _delete(lease))
+        done += _changed(lease, _change(lease, change, fields) if keeps else _delete(lease))
     signals.send_items(signals.processed, done)
     return [item.pk for item in done]
 
 
-def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime) -> bool:
-    """:func:`mark_processed` of one run's ``items``, ``run`` saved as finished and counted in its queue's minute, in
-    one statement where the engine can, for a queue keeping no processed messages whose runs' saves nothing listens
-    to and no batch counts. False, with nothing done, when those need the several statements of a transaction."""
+def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime, fields: Sequence[str] = ()) -> bool:
+    """:func:`mark_processed` of one run's ``items`` (with their ``fields``), ``run`` saved as finished and counted in
+    its queue's minute, in one statement where the engine can, for runs whose saves nothing listens to and no batch
+    counts (and, with ``fields`` on kept rows, of one item). False, with nothing done, when those need the several
+    statements of a transaction."""
     model = type(items[0])
     options = model.message_class.queue_options
     backend = backend_for(options.database)
+    keeps = options.keeps_processed
     if (
         not backend.features.acknowledges_in_one_statement
-        or options.keeps_processed
+        or (keeps and fields and len(items) > 1)
         or membership.members(items)
         or any(signal.has_listeners(type(run)) for signal in (pre_save, post_save))
     ):
@@ -63,38 +70,49 @@ def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime) 
     run.finished_at = now
     seconds = (now - run.started_at).total_seconds()
     ids = [item.pk for item in items]
-    finish = partial(backend.finish_processed, model, ids, run, QueueMinute, minute_of(now), seconds)
-    deleted = _report(_Lease(model, run.correlation_id, list(items)), retried(backend.alias, finish), "processed")
-    run.processed, run.rescheduled, run.errors = len(deleted), 0, 0
-    signals.send_items(signals.processed, items, deleted)
+    change = changes.processed(now)
+    written = _with_fields(backend, change, items[0], fields) if keeps else None
+    finish = partial(backend.finish_processed, model, ids, run, QueueMinute, minute_of(now), seconds, written)
+    done = _report(_Lease(model, run.correlation_id, list(items)), retried(backend.alias, finish), "processed")
+    if keeps:
+        change.apply(items, done)
+    run.processed, run.rescheduled, run.errors = len(done), 0, 0
+    signals.send_items(signals.processed, items, done)
     return True
 
 
-def mark_error(items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None) -> list[int]:
-    """Error, keeping the exception's type, message and traceback."""
+def mark_error(
+    items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None, fields: Sequence[str] = ()
+) -> list[int]:
+    """Error, keeping the exception's type, message and traceback (and the items' ``fields``, as
+    :func:`mark_processed` does)."""
     change = changes.failed(exc, now or timezone.now())
-    done = [item for lease in _leases(items) for item in _changed(lease, _change(lease, change))]
+    done = [item for lease in _leases(items) for item in _changed(lease, _change(lease, change, fields))]
     signals.send_items(signals.failed, done, exc=exc)
     return [item.pk for item in done]
 
 
 def reschedule(
-    items: Iterable[QueueItem], at: datetime, *, now: datetime | None = None, reset_attempts: bool = False
+    items: Iterable[QueueItem], at: datetime, *, now: datetime | None = None, reset_attempts: bool = False,
+    fields: Sequence[str] = (),
 ) -> list[int]:
     """Sleeping until ``at``; the dispatch loop makes them Pending then.
 
-    ``reset_attempts`` starts the attempt count afresh (a job asked to run again later after a success).
+    ``reset_attempts`` starts the attempt count afresh (a job asked to run again later after a success);
+    ``fields`` are saved as :func:`mark_processed` saves them.
     """
     _check_at("reschedule", at)
-    return _fenced(items, changes.rescheduled(at, now or timezone.now(), reset_attempts=reset_attempts))
+    return _fenced(items, changes.rescheduled(at, now or timezone.now(), reset_attempts=reset_attempts), fields)
 
 
 def retry_later(
-    items: Iterable[QueueItem], exc: BaseException, at: datetime, *, now: datetime | None = None
+    items: Iterable[QueueItem], exc: BaseException, at: datetime, *, now: datetime | None = None,
+    fields: Sequence[str] = (),
 ) -> list[int]:
-    """Sleeping until ``at`` for another attempt, keeping the exception that failed this one."""
+    """Sleeping until ``at`` for another attempt, keeping the exception that failed this one (and the items'
+    ``fields``, as :func:`mark_processed` does)."""
     _check_at("retry_later", at)
-    return _fenced(items, changes.retried_later(exc, at, now or timezone.now()))
+    return _fenced(items, changes.retried_later(exc, at, now or timezone.now()), fields)
 
 
 def renew_leases(items: Iterable[QueueItem], until: datetime, *, now: datetime | None = None) -> list[int]:
@@ -179,11 +197,11 @@ def _leases(items: Iterable[QueueItem]) -> list[_Lease]:
     return [_Lease(model, cid, batch) for (model, cid), batch in groups.items()]
 
 
-def _fenced(items: Iterable[QueueItem], change: Change) -> list[int]:
+def _fenced(items: Iterable[QueueItem], change: Change, fields: Sequence[str] = ()) -> list[int]:
     """``change`` on the rows still leased by their item's lease, and on those items; the ids changed."""
     done = []
     for lease in _leases(items):
-        done += _change(lease, change)
+        done += _change(lease, change, fields)
     return done
 
 
@@ -193,13 +211,28 @@ def _changed(lease: _Lease, ids: Sequence[int]) -> list[QueueItem]:
     return [item for item in lease.items if item.pk in wanted]
 
 
-def _change(lease: _Lease, change: Change) -> list[int]:
+def _change(lease: _Lease, change: Change, fields: Sequence[str] = ()) -> list[int]:
+    """``change`` on the lease's rows still held; with ``fields``, each row its own write (their values differ)."""
+    if fields and len(lease.items) > 1:
+        return [pk for item in lease.items for pk in _change(lease._replace(items=[item]), change, fields)]
     backend = backend_for(lease.model.message_class.queue_options.database)
     ids = [item.pk for item in lease.items]
-    write = partial(backend.update_leased, lease.model, ids, lease.correlation_id, change)
+    written = _with_fields(backend, change, lease.items[0], fields) if fields else change
+    write = partial(backend.update_leased, lease.model, ids, lease.correlation_id, written)
     changed = retried(backend.alias, _counted(backend.alias, lease, write, change.status))
     change.apply(lease.items, changed)
     return _report(lease, changed, change.name)
+
+
+def _with_fields(backend: Backend, change: Change, item: QueueItem, fields: Sequence[str]) -> Change:
+    """``change`` writing ``item``'s ``fields`` too, as their model fields save them (for the row only: the item
+    holds them already)."""
+    saved = [item._meta.get_field(name) for name in fields]
+    values = tuple(
+        (str(f.column), f.get_db_prep_save(getattr(item, f.attname), backend.connection))  # type: ignore[union-attr]
+        for f in saved
+    )
+    return Change(change.name, (*change.values, *values))
 
 
 def _delete(lease: _Lease) -> list[int]:

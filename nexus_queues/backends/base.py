@@ -121,11 +121,12 @@ class Backend(Session):
 
     def finish_processed(
         self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
-        seconds: float,
+        seconds: float, change: Change | None = None,
     ) -> list[int]:
-        """Delete the rows of ``ids`` still leased by ``run``, save ``run`` as finished (at ``run.finished_at``) with
-        as many processed, and count it in ``counter``'s row of its queue and ``minute``, in one statement (only
-        where ``features.acknowledges_in_one_statement``); return the deleted ids."""
+        """Delete the rows of ``ids`` still leased by ``run`` (or apply ``change`` to them, when given: kept rows),
+        save ``run`` as finished (at ``run.finished_at``) with as many processed, and count it in ``counter``'s row of
+        its queue and ``minute``, in one statement (only where ``features.acknowledges_in_one_statement``); return the
+        ids deleted or changed."""
         raise NotImplementedError
 
     def _add_counts_sql(

@@ -27,6 +27,7 @@ from .transports import Listener, NotifyListener
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from ..changes import Change
     from ..models import JobRun, QueueItem
 
 MERGE_LOCK_SPACE = 0x6E710001
@@ -138,12 +139,18 @@ class PostgresBackend(Backend):
 
     def finish_processed(
         self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
-        seconds: float,
+        seconds: float, change: Change | None = None,
     ) -> list[int]:
         table = self.quote(model._meta.db_table)
         where, params = self._held(table, ids, run.correlation_id)
+        if change is None:
+            done = self.sql.DELETE_HELD.format(table=table, where=where)
+        else:
+            assignments, values = self._set(change)
+            done = self.sql.UPDATE_HELD.format(table=table, assignments=assignments, where=where)
+            params = [*values, *params]
         sql = self.sql.FINISH_PROCESSED.format(
-            delete=self.sql.DELETE_HELD.format(table=table, where=where),
+            done=done,
             runs=self.quote(type(run)._meta.db_table), minutes=self.quote(counter._meta.db_table),
         )
         with self.cursor() as cursor:

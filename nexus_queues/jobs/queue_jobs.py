@@ -56,6 +56,9 @@ class QueueJob:
     time_limit: ClassVar[timedelta | None] = None
     """How long processing one message may take before the worker stops it (None: no limit). A job that overrides
     :meth:`process_batch` gets ``time_limit`` times the number of items for the whole call."""
+    saved_fields: ClassVar[tuple[str, ...]] = ()
+    """Fields of the queue's rows (a subclass of the item model's) that the job sets on the items it processes, saved
+    with each item's outcome by the same fenced write: a worker that lost the lease saves none."""
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -122,6 +125,10 @@ class QueueJob:
     def acknowledge(self) -> None:
         """Called first in the transaction that acknowledges a run, so that what it writes commits (or not) with the
         run's outcomes; ``transaction.on_commit`` then defers work until they are committed. By default, nothing."""
+
+    def acknowledged(self) -> None:
+        """Called once a run's acknowledgement has committed (its outcomes and :attr:`saved_fields` stored). By
+        default, nothing."""
 
     def retry_at(self, item: QueueItem, now: datetime) -> datetime | None:
         """When to try a failed item again, or None when its attempts are used up."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db import reset_queries
+from django.db import reset_queries, transaction
 from django.utils import timezone
 
 from .. import throughput
@@ -237,13 +237,18 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     now = timezone.now()
     unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already
 
+    fields = job.saved_fields  # the job's own results, saved with each outcome by the same fenced write
+
     def record() -> None:
         job.acknowledge()  # first: the job's own writes are still fenced by the lease
-        run.processed = len(mark_processed(outcome.done, now=now)) if outcome.done else 0
-        later = [len(reschedule(batch, at, now=now, reset_attempts=True)) for at, batch in outcome.later.items()]
-        retries = [len(retry_later([item], exc, at, now=now)) for item, exc, at in outcome.retries]
+        run.processed = len(mark_processed(outcome.done, now=now, fields=fields)) if outcome.done else 0
+        later = [
+            len(reschedule(batch, at, now=now, reset_attempts=True, fields=fields))
+            for at, batch in outcome.later.items()
+        ]
+        retries = [len(retry_later([item], exc, at, now=now, fields=fields)) for item, exc, at in outcome.retries]
         run.rescheduled = sum(later) + sum(retries)
-        failed = sum(len(mark_error([item], exc, now=now)) for item, exc in outcome.failed)
+        failed = sum(len(mark_error([item], exc, now=now, fields=fields)) for item, exc in outcome.failed)
         run.errors = unreadable + outcome.settled + failed
         run.finished_at = now
         counts = Throughput(run.processed, run.errors, runs=1, run_seconds=(now - run.started_at).total_seconds())
@@ -253,8 +258,9 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     # is fenced by the lease, so the acknowledgement is never the victim left behind. A plain run whose messages
     # were all processed is one statement where the engine can: its own transaction, with a round trip instead of four.
     plain = not (outcome.later or outcome.retries or outcome.failed or unreadable) and _acknowledges_nothing(job)
-    if not (plain and finish_processed(outcome.done, run, now=now)):
+    if not (plain and finish_processed(outcome.done, run, now=now, fields=fields)):
         atomic_retried(alias, record)
+    transaction.on_commit(job.acknowledged, using=alias)
     wake_on_release(job.message_class)
     logger.info(
         "%s: %s leased, %s processed, %s rescheduled, %s errors.", run.queue, run.leased, run.processed,

@@ -69,6 +69,18 @@ def introspect(context: TaskContext, tag: str) -> dict[str, object]:
     return {"tag": tag, "attempt": context.attempt, "id": context.task_result.id}
 
 
+@task(takes_context=True)
+def leased_away(context: TaskContext, outcome: str) -> str:
+    """Its row leased by another worker meanwhile (as once its lease expired); then returns ``outcome``, or raises
+    when it is ``"fail"``."""
+    from nexus_queues.contrib.tasks.queues import task_queue
+
+    task_queue("default").queue_items().filter(message_id=context.task_result.id).update(correlation_id="another")
+    if outcome == "fail":
+        raise ValueError("failed after losing its lease")
+    return outcome
+
+
 @task
 async def async_add(a: int, b: int) -> int:
     """An async task: the worker awaits it."""

@@ -57,10 +57,10 @@ class PostgresStatements(Statements):
         "WITH finished AS (UPDATE {runs} SET {assignments} WHERE id = %s) {add_counts}",
     )
     FINISH_PROCESSED = Statement(
-        "End a run whose messages were all processed: delete its held rows, save the run as finished with as many "
-        "processed, add it to its queue's minute; return the deleted ids (params: the delete's, the finish time, the "
-        "run's id, its queue, the minute, the run's seconds).",
-        """WITH done AS ({delete}),
+        "End a run whose messages were all processed: delete its held rows (or set them Processed, when kept), save "
+        "the run as finished with as many processed, add it to its queue's minute; return the ids deleted or changed "
+        "(params: the delete's or update's, the finish time, the run's id, its queue, the minute, the run's seconds).",
+        """WITH done AS ({done}),
 finished AS (UPDATE {runs} SET processed = (SELECT count(*) FROM done), rescheduled = 0, errors = 0, finished_at = %s
               WHERE id = %s),
 counted AS (INSERT INTO {minutes} (queue, minute, processed, errors, runs, run_seconds)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -21,7 +20,6 @@ from ...failures import describe
 from ...jobs.queue_jobs import Outcome, QueueJob
 from ...models import QueueItem
 from ...serialization import canonical_json
-from ...status import Status
 from ...worker.runs import worker_name
 from .compat import TaskContext, TaskResult, TaskResultStatus, normalize_json, task_finished, task_started
 from .items import TaskItem
@@ -37,6 +35,7 @@ class TaskJob(QueueJob, abstract=True):
 
     message_class: ClassVar[type[TaskMessage]]
     logs_failure_tracebacks = False  # the framework's task_finished receiver logs a failed task's traceback
+    saved_fields = ("started_at", "finished_at", "worker_ids", "return_value", "errors")  # the result, on the row
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []
@@ -47,13 +46,8 @@ class TaskJob(QueueJob, abstract=True):
         self.attempts = [run_task(item) for item in ordered]  # type: ignore[arg-type]
         return {attempt.item.pk: attempt.error for attempt in self.attempts}
 
-    def acknowledge(self) -> None:
-        """Write each task's result on its row, with the run's outcomes; send ``task_finished`` once they commit."""
-        for attempt in self.attempts:
-            attempt.store()
-        transaction.on_commit(self._send_finished, using=self.message_class.queue_options.database)
-
-    def _send_finished(self) -> None:
+    def acknowledged(self) -> None:
+        """Send ``task_finished`` for each task, its result stored (with its row's outcome, as ``saved_fields``)."""
         for attempt in self.attempts:
             attempt.send_finished()
 
@@ -66,14 +60,6 @@ class Attempt:
     item: TaskItem
     result: TaskResult | None
     error: BaseException | None
-
-    def store(self) -> None:
-        """Write the result on the row, if this worker still holds its lease."""
-        item = self.item
-        columns = ("started_at", "finished_at", "worker_ids", "return_value", "errors")
-        type(item).objects.using(item._state.db).filter(
-            pk=item.pk, correlation_id=item.correlation_id, status=Status.LEASED
-        ).update(**{column: getattr(item, column) for column in columns})
 
     def send_finished(self) -> None:
         """Send ``task_finished``; a failure's exception is being handled then, as receivers (the framework's log)
