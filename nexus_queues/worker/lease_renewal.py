@@ -16,6 +16,7 @@ from django.utils import timezone
 from ..connections import reset_connections
 from ..failures import message_of
 from ..updates import renew_leases
+from .beating import BeatingThread
 
 if TYPE_CHECKING:
     from ..models import QueueItem
@@ -33,15 +34,13 @@ class _Held:
     renew_at: float = field(default=0.0)
 
 
-class LeaseRenewal(threading.Thread):
+class LeaseRenewal(BeatingThread):
     """Renews held leases every ``lease_time / 3``: a lease time detects a crash, it does not cap run time."""
 
     def __init__(self) -> None:
-        super().__init__(name="nexus-lease-renewal", daemon=True)
+        super().__init__("nexus-lease-renewal")
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopped = False
         self._next_beat = 0.0
         """When the thread's wait ends (monotonic): a hold renewed later needs no wake-up, which costs a run a
         thread switch."""
@@ -65,19 +64,6 @@ class LeaseRenewal(threading.Thread):
         """The runs whose leases are held: their queue and correlation id."""
         held = self._held.copy()  # one C call under the GIL: safe while a run thread holds or releases
         return [{"queue": h.items[0].message_class.queue_name(), "correlation_id": cid} for cid, h in held.items()]
-
-    def stop(self) -> None:
-        """End the thread."""
-        self._stopped = True
-        self._wake.set()
-
-    def run(self) -> None:
-        try:
-            while not self._stopped:
-                self._wake.wait(self._beat())
-                self._wake.clear()
-        finally:
-            reset_connections()
 
     def _beat(self) -> float:
         """Renew what is due; seconds until the next renewal."""

@@ -257,7 +257,9 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     # One transaction, run again whole if the database makes it a deadlock's victim: every change in it
     # is fenced by the lease, so the acknowledgement is never the victim left behind. A plain run whose messages
     # were all processed is one statement where the engine can: its own transaction, with a round trip instead of four.
-    plain = not (outcome.later or outcome.retries or outcome.failed or unreadable) and _acknowledges_nothing(job)
+    # Not a run with nothing processed (its messages cancelled) or one whose stuck messages the watchdog settled.
+    others = outcome.later or outcome.retries or outcome.failed or unreadable or outcome.settled
+    plain = bool(outcome.done) and not others and _acknowledges_nothing(job)
     if not (plain and finish_processed(outcome.done, run, now=now, fields=fields)):
         atomic_retried(alias, record)
     transaction.on_commit(job.acknowledged, using=alias)

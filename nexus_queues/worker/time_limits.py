@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from ..connections import reset_connections
 from ..exceptions import TimeLimitExceeded
 from ..failures import message_of
+from .beating import BeatingThread
 
 logger = logging.getLogger("nexus_queues.worker")
 
@@ -48,17 +49,15 @@ class Limited(Generic[T]):
     """Did the watchdog settle the messages itself (the code did not unwind within the grace)?"""
 
 
-class TimeLimits(threading.Thread):
+class TimeLimits(BeatingThread):
     """Watches the deadlines of the limited calls running in a worker's threads."""
 
     def __init__(self, grace: timedelta, *, clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(name="nexus-time-limits", daemon=True)
+        super().__init__("nexus-time-limits")
         self.grace = grace.total_seconds()
         self.clock = clock
         self._deadlines: list[_Deadline] = []
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopped = False
         self._previous_handler: Any = None
 
     def call(self, work: Callable[[], T], limit: timedelta, on_stuck: Callable[[], None]) -> Limited[T]:
@@ -93,19 +92,10 @@ class TimeLimits(threading.Thread):
 
     def stop(self) -> None:
         """End the thread, giving ``SIGALRM`` back."""
-        self._stopped = True
-        self._wake.set()
+        super().stop()
         if self._previous_handler is not None:
             signal.signal(signal.SIGALRM, self._previous_handler)
             self._previous_handler = None
-
-    def run(self) -> None:
-        try:
-            while not self._stopped:
-                self._wake.wait(self._beat())
-                self._wake.clear()
-        finally:
-            reset_connections()
 
     def _arm(self, limit: timedelta, on_stuck: Callable[[], None]) -> _Deadline:
         deadline = _Deadline(threading.get_ident(), self.clock() + limit.total_seconds(), on_stuck)
