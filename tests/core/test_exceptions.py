@@ -17,6 +17,8 @@ ERRORS = [value for value in vars(exceptions).values() if isinstance(value, type
 ELSEWHERE = {
     "Lost": "pika's AMQPError, so the bridge's outage handling takes it with the broker's own errors",
     "Unconfirmed": "pika's AMQPError, as Lost",
+    "Unsupported": "the Spark sync's signal, between its columnar modules, that a batch takes the per-row path; "
+    "never raised to a caller",
 }
 """Exception classes allowed outside exceptions.py (besides private signals that never leave their module), and
 why."""

@@ -109,6 +109,22 @@ def test_nexus_spark_sync__bad_conf() -> None:
         call_command("nexus_spark_sync", "--queue", "products", "--input", "rows.parquet", "--conf", "spark.ui.enabled")
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        (["--on-complete", "batch_reports", "--on-complete-message", "{nope"], "message of queue 'batch_reports'"),
+        (["--on-complete", "batch_reports", "--on-complete-message", '{"batch": 3}'], "is not a message of queue"),
+        (["--on-complete-message", "{}"], "--on-complete-message needs --on-complete"),
+        (["--on-complete", "no_such_queue"], "no_such_queue"),
+    ],
+)
+def test_nexus_spark_sync__bad_completion_before_spark(extra: list[str], error: str) -> None:
+    """A completion message that cannot be one stops the command, naming the option, before any Spark starts."""
+    with pytest.raises(CommandError, match=error):
+        call_command("nexus_spark_sync", "--queue", "products", "--input", "rows.parquet", *extra)
+
+
 def write_skus(path: Path, rows: list[tuple[str, int]]) -> Path:
     """A Parquet file of (sku, quantity) in one row group: Spark reads it as one partition."""
     table = pa.table({"sku": [r[0] for r in rows], "quantity": pa.array([r[1] for r in rows], pa.int64())})

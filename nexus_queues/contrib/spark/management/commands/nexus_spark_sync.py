@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from nexus_queues.contrib.spark.ready import check_migrated
 from nexus_queues.contrib.spark.source import session
 from nexus_queues.contrib.spark.spreading import spread
 from nexus_queues.contrib.spark.syncing import sync
-from nexus_queues.exceptions import NexusQueuesError
+from nexus_queues.exceptions import InvalidArgument, NexusQueuesError
 from nexus_queues.management.arguments import at_least
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
@@ -74,6 +75,7 @@ class Command(BaseCommand):
         try:
             message_class = registry.get(options["queue"])
             check_migrated(message_class)
+            on_complete = _completion(options["on_complete"], options["on_complete_message"])
         except NexusQueuesError as exc:
             raise CommandError(str(exc)) from exc
         check_input(options["input"])
@@ -83,8 +85,10 @@ class Command(BaseCommand):
         reader = spark.read.format(options["format"])
         if options["format"] == "csv":
             reader = reader.option("header", True).option("inferSchema", True)
-        names = ("rejects", "max_rejects", "on_complete", "on_complete_message", "batch_label")
+        names = ("rejects", "max_rejects", "batch_label")
         extra = {k: options[k] for k in names if options[k] is not None}
+        if on_complete is not None:
+            extra["on_complete"] = on_complete
         try:
             df = reader.load(options["input"])
             cores, read_in = spark.sparkContext.defaultParallelism, df.rdd.getNumPartitions()
@@ -140,3 +144,16 @@ def _partitions(read_in: int, cores: int) -> str:
 def _first_line(exc: Exception) -> str:
     """The first line of an error from the JVM, without its Java stack."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _completion(queue: str | None, fields: str | None) -> QueueMessage | None:
+    """The completion message ``--on-complete`` and ``--on-complete-message`` give, checked before Spark starts."""
+    if queue is None:
+        if fields is not None:
+            raise InvalidArgument("--on-complete-message needs --on-complete, the queue of the completion message.")
+        return None
+    completion_class = registry.get(queue)
+    try:
+        return completion_class.model_validate(json.loads(fields or "{}"))
+    except ValueError as exc:  # bad JSON, or fields the class refuses (pydantic's ValidationError)
+        raise InvalidArgument(f"--on-complete-message is not a message of queue {queue!r}: {exc}") from exc
