@@ -43,10 +43,13 @@ def test_batch__four_racing_workers_complete_it_once_with_its_errors(manage, fil
     An operator then retries the errors: the counts drop, rise again as they fail again, and nothing completes
     twice."""
     names = ["fail" if n % 10 == 0 else "hello" for n in range(400)]
+    # The four wait idle first: one started before the others (a loaded machine) would drain the batch alone.
+    workers = [manage(*WORKER, "--queue", "greetings", "--queue", "batch_reports") for _ in range(4)]
+    for worker in workers:
+        worker.wait_logged("Worker started")
     batch = enqueue_many(
         [Greeting(name=name, times=n) for n, name in enumerate(names)], batch="race", on_complete=BatchReport()
     ).batch
-    workers = [manage(*WORKER, "--queue", "greetings", "--queue", "batch_reports") for _ in range(4)]
     wait_until(lambda: done_lines(files), "the batch's completion to run", workers[0])
     assert batch_counts(batch) == (400, 360, 40, 0)
     assert done_lines(files)[0][1:6] == [str(batch), "400", "360", "40", "0"]
