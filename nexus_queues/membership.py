@@ -159,24 +159,27 @@ def replaced(alias: str, model: type[QueueItem], message_ids: Sequence[str | Non
     return found
 
 
-def deleting(rows: QuerySet[Any], delete: Callable[[], T]) -> T:
-    """``delete()`` the ``rows``, counting the batch members among them that had not finished Cancelled (they will
-    never run), in one transaction: a batch whose member an operator deleted still completes."""
+def moving(
+    rows: QuerySet[Any], after: str, write: Callable[[], T], *, unchanged: Iterable[str], now: datetime | None = None
+) -> T:
+    """``write()``, which moves ``rows`` to ``after``, counting the batch members among them (but those in an
+    ``unchanged`` status) in one transaction, their rows locked first. A delete moves its unfinished members to
+    Cancelled (they will never run): a batch whose member an operator deleted still completes."""
     alias = rows.db
     queue = rows.model.message_class.queue_name()
     if not Batch.objects.using(alias).filter(queue=queue).exists():
-        return delete()
+        return write()
     with transaction.atomic(using=alias):
         backend_for(alias).take_write_lock()
-        found = rows.filter(headers__has_key=BATCH_HEADER).exclude(status__in=FINISHED).select_for_update()
+        found = rows.filter(headers__has_key=BATCH_HEADER).exclude(status__in=unchanged).select_for_update()
         moves = [
-            (batch, status, Status.CANCELLED.value)
+            (batch, status, after)
             for headers, status in found.order_by("pk").values_list("headers", "status")
             if (batch := batch_of(headers)) is not None
         ]
-        deleted = delete()
-        record(alias, moves, timezone.now())
-    return deleted
+        done = write()
+        record(alias, moves, now or timezone.now())
+    return done
 
 
 @receiver(quarantine.quarantined, dispatch_uid="nexus_queues.membership.quarantined")

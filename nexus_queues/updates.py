@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.core.exceptions import FieldError, ValidationError
 from django.db import transaction
-from django.db.models import QuerySet
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
@@ -21,7 +20,6 @@ from .changes import Change
 from .deprecations import moved_names
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
 from .limits import check_datetime
-from .models.batches import Batch
 from .registry import registry
 from .retries import retried
 from .status import Status, validate_settable_status
@@ -138,26 +136,10 @@ def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: An
     values = changes.status_set(status, now).as_update()
     try:
         matching = message_class.queue_items().filter(**lookups)
-        return retried(backend.alias, partial(_update_matching, backend, matching, values, status, now))
+        write = partial(backend.update_matching, matching, values)
+        return retried(backend.alias, partial(membership.moving, matching, status, write, unchanged=[status], now=now))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
-
-
-def _update_matching(
-    backend: Backend, matching: QuerySet[Any], values: dict[str, Any], status: str, now: datetime
-) -> int:
-    """``matching.update(**values)``; on a queue that has batches, with their counters in the same transaction."""
-    queue = matching.model.message_class.queue_name()
-    if not Batch.objects.using(backend.alias).filter(queue=queue).exists():
-        return backend.update_matching(matching, values)
-    with transaction.atomic(using=backend.alias):
-        backend.take_write_lock()
-        found = matching.filter(headers__has_key=membership.BATCH_HEADER).exclude(status=status)
-        rows = found.select_for_update().order_by("pk").values_list("headers", "status")
-        moves = [(batch, before, status) for headers, before in rows if (batch := membership.batch_of(headers))]
-        changed = backend.update_matching(matching, values)
-        membership.record(backend.alias, moves, now)
-        return changed
 
 
 def set_default_status(queue: type[QueueMessage] | str, status: str) -> None:

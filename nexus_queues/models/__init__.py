@@ -36,7 +36,7 @@ class QueueItemQuerySet(models.QuerySet):
 
     def delete(self) -> tuple[int, dict[str, int]]:
         """Delete the rows; the batch members among them not finished yet count Cancelled in their batches."""
-        return membership.deleting(self, super().delete)
+        return membership.moving(self, Status.CANCELLED, super().delete, unchanged=membership.FINISHED)
 
     def with_status(self, status: str) -> QueueItemQuerySet:
         """Rows in ``status``."""
