@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -111,8 +111,9 @@ def enqueue_many(
 ) -> EnqueueResult:
     """Store messages of one queue in one transaction, batched (COPY on PostgreSQL).
 
-    All or nothing: a bad message raises before anything is written, and so does one larger than the
-    database takes in a statement (:class:`MessageTooLarge`); the rest go in statements within that.
+    All or nothing: a bad message raises and nothing is stored, and so does one larger than the database takes in
+    a statement (:class:`MessageTooLarge`); the rest go in statements within that. On PostgreSQL the COPY streams:
+    the database stores the first rows while the rest are serialized.
     ``return_ids`` fills :attr:`EnqueueResult.ids` (one more query per batch on PostgreSQL and for queues
     with identity). ``batch`` (a label) makes the messages stored a :class:`~nexus_queues.models.Batch`, whose
     ``on_complete`` message is enqueued once all of them have finished (see :func:`nexus_queues.batch`).
@@ -128,7 +129,9 @@ def enqueue_many(
     headers = membership.headers_for(joining, message_class.queue_name(), headers)
     placement = resolve_placement(at, delay, status, expires_at, headers)
     now = timezone.now()
-    rows = _rows(messages, placement, now)
+    rows = _Rows(messages, placement, now)
+    if start_processing:
+        rows.make_all()  # a message that cannot be stored raises before the job's start request is stored
     backend = backend_for(message_class.queue_options.database)
     backend.budget().check(rows)
     notify = start_processing or settings.NOTIFY
@@ -173,7 +176,7 @@ def _upsert_many(
     backend: Backend,
     message_class: type[QueueMessage],
     messages: list[QueueMessage],
-    rows: list[EnqueueRow],
+    rows: Sequence[EnqueueRow],
     notify: bool,
     joining: Batch | None,
     now: datetime,
@@ -215,7 +218,7 @@ def _join(
     backend: Backend,
     message_class: type[QueueMessage],
     joining: Batch | None,
-    rows: list[EnqueueRow],
+    rows: Sequence[EnqueueRow],
     stored: set[str] | None,
     left: dict[str, tuple[int, str]],
     now: datetime,
@@ -299,14 +302,45 @@ def _check_datetime(name: str, value: datetime | None) -> None:
     check_datetime(name, value)
 
 
-def _rows(messages: list[QueueMessage], placement: Placement, now: datetime) -> list[EnqueueRow]:
-    rows = []
-    for index, message in enumerate(messages):
-        try:
-            rows.append(enqueue_row(message, placement, now))
-        except UnstorableValue as exc:
-            raise UnstorableValue(exc.field, exc.problem, index) from exc
-    return rows
+class _Rows(Sequence[EnqueueRow]):
+    """The rows of ``messages``, each made when first read and then kept.
+
+    A backend that streams its rows (PostgreSQL's COPY) sends the first while the rest are still being made, so
+    the database works on a batch while Python serializes it, rather than after.
+    """
+
+    def __init__(self, messages: list[QueueMessage], placement: Placement, now: datetime) -> None:
+        self._messages, self._placement, self._now = messages, placement, now
+        self._made: list[EnqueueRow] = []
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        self._make(index + 1)
+        return self._made[index]
+
+    def __iter__(self) -> Iterator[EnqueueRow]:
+        for index in range(len(self)):
+            if index == len(self._made):
+                self._make(index + 1)
+            yield self._made[index]
+
+    def make_all(self) -> None:
+        """Make every row now: :class:`UnstorableValue` for the first message that cannot be stored."""
+        self._make(len(self))
+
+    def _make(self, count: int) -> None:
+        made, placement, now = self._made, self._placement, self._now
+        for index in range(len(made), min(count, len(self))):
+            try:
+                made.append(enqueue_row(self._messages[index], placement, now))
+            except UnstorableValue as exc:
+                raise UnstorableValue(exc.field, exc.problem, index) from exc
 
 
 def enqueue_row(message: QueueMessage, placement: Placement, now: datetime) -> EnqueueRow:

@@ -321,6 +321,17 @@ def test_enqueue_many__names_the_unstorable_message_by_position():
     assert (caught.value.index, caught.value.field) == (2, "Audit.event")
 
 
+def test_enqueue_many__unstorable_message_after_rows_already_sent_stores_nothing():
+    """PostgreSQL's COPY streams rows while later ones are made: one refused after thousands were sent leaves the
+    queue as it was, and the connection takes the next batch."""
+    messages = [Audit(event=f"e{i}") for i in range(2500)]
+    messages[2400] = Audit(event="\x00")
+    with pytest.raises(UnstorableValue, match=r"^message 2400: Audit.event: holds NUL"):
+        enqueue_many(messages)
+    assert Audit.queue_model.objects.count() == 0
+    assert len(enqueue_many(messages[:3]).stored) == 3
+
+
 @pytest.mark.parametrize(
     ("sku", "problem"), [("A\x00", "holds NUL"), ("\ud800", "lone surrogate")]
 )
