@@ -14,7 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.commands import ROOT
+
+# The example runs on a SQLite file of its own whatever the engine under test: once, in the SQLite run.
+pytestmark = pytest.mark.engines("sqlite")
 
 COMMAND = ".venv/bin/python manage.py "
 SHOWN_FILE = "/tmp/catalogue.parquet"
