@@ -16,6 +16,7 @@ from .models import JobRun, QueueItem
 from .registry import registry
 from .retries import retried
 from .status import Status
+from .updates import Finishing, write_finishing
 
 DEFAULT_LEASE_TIME = timedelta(minutes=30)
 
@@ -36,13 +37,8 @@ def lease(
     given, is recorded in the same transaction if anything was leased (the worker's runs are).
     A queue with flow limits leases no more than they leave room for (perhaps none): the others wait Pending.
     """
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise InvalidArgument(f"count must be a positive integer, got {count!r}.")
-    if not isinstance(lease_time, timedelta) or lease_time <= timedelta(0):
-        raise InvalidArgument(f"lease_time must be a positive timedelta, got {lease_time!r}.")
-    message_class = registry.resolve(queue)
-    now = now or timezone.now()
-    claim = Claim(message_class.queue_model, count, now, now + lease_time, correlation_id or uuid.uuid4().hex)
+    claim = _claim(queue, count, lease_time, correlation_id, now)
+    message_class = claim.model.message_class
     backend = backend_for(message_class.queue_options.database)
     limits = message_class.queue_options.limits
     work = partial(limited_claims.claim, backend, claim, run, limits) if limits else partial(backend.claim, claim, run)
@@ -51,6 +47,44 @@ def lease(
     items = retried(backend.alias, work)
     signals.send_items(signals.leased, items)
     return items
+
+
+def finish_and_lease(
+    ready: Finishing,
+    queue: type[QueueMessage] | str,
+    count: int,
+    *,
+    lease_time: timedelta = DEFAULT_LEASE_TIME,
+    correlation_id: str | None = None,
+    now: datetime | None = None,
+    run: JobRun,
+) -> list[QueueItem]:
+    """A run's acknowledgement (``ready``, from :func:`~nexus_queues.updates.finishing`) written, then :func:`lease`
+    for the next ``run``: in one statement and one commit where the engine can (not under flow limits, whose claim
+    takes a transaction of its own), else one after the other."""
+    claim = _claim(queue, count, lease_time, correlation_id, now)
+    options = claim.model.message_class.queue_options
+    backend = backend_for(options.database)
+    if options.limits or not backend.features.claims_while_acknowledging:
+        write_finishing(ready)
+        return lease(queue, count, lease_time=lease_time, correlation_id=claim.correlation_id, now=claim.now, run=run)
+    done, items = retried(backend.alias, partial(backend.finish_and_claim, ready.finish, claim, run))
+    ready.written(done)
+    signals.send_items(signals.leased, items)
+    return items
+
+
+def _claim(
+    queue: type[QueueMessage] | str, count: int, lease_time: timedelta, correlation_id: str | None,
+    now: datetime | None,
+) -> Claim:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidArgument(f"count must be a positive integer, got {count!r}.")
+    if not isinstance(lease_time, timedelta) or lease_time <= timedelta(0):
+        raise InvalidArgument(f"lease_time must be a positive timedelta, got {lease_time!r}.")
+    message_class = registry.resolve(queue)
+    now = now or timezone.now()
+    return Claim(message_class.queue_model, count, now, now + lease_time, correlation_id or uuid.uuid4().hex)
 
 
 def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:

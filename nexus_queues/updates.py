@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -15,7 +16,7 @@ from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from . import changes, membership, signals
-from .backends import Backend, backend_for
+from .backends import Backend, Finish, backend_for
 from .changes import Change
 from .deprecations import moved_names
 from .exceptions import InvalidArgument, InvalidLookup, InvalidMessage
@@ -49,11 +50,37 @@ def mark_processed(
     return [item.pk for item in done]
 
 
-def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime, fields: Sequence[str] = ()) -> bool:
-    """:func:`mark_processed` of one run's ``items`` (with their ``fields``), ``run`` saved as finished and counted in
-    its queue's minute, in one statement where the engine can, for runs whose saves nothing listens to and no batch
-    counts (and, with ``fields`` on kept rows, of one item). False, with nothing done, when those need the several
-    statements of a transaction."""
+@dataclass
+class Finishing:
+    """A run's acknowledgement in one statement, made ready by :func:`finishing`: what the backend writes, and the
+    items it reports on once written (:meth:`written`)."""
+
+    finish: Finish
+    items: Sequence[QueueItem]
+    change: Change
+    reported: bool = False
+    """Has the statement been written, and :meth:`written` told of it?"""
+
+    def written(self, done: Sequence[int]) -> None:
+        """Report what the statement did: leases lost on the rows not in ``done``, the kept items changed, the run's
+        counts, the ``processed`` signal."""
+        self.reported = True
+        finish = self.finish
+        done = _report(_Lease(finish.model, finish.run.correlation_id, list(self.items)), done, "processed")
+        if finish.change is not None:
+            self.change.apply(self.items, done)
+        run = finish.run
+        run.processed, run.rescheduled, run.errors = len(done), 0, 0
+        signals.send_items(signals.processed, self.items, done)
+
+
+def finishing(
+    items: Sequence[QueueItem], run: JobRun, *, now: datetime, fields: Sequence[str] = ()
+) -> Finishing | None:
+    """:func:`mark_processed` of one run's ``items`` (with their ``fields``) with ``run`` saved as finished and
+    counted in its queue's minute, made ready to write in one statement where the engine can: for runs whose saves
+    nothing listens to and no batch counts (and, with ``fields`` on kept rows, of one item). None when those need
+    the several statements of a transaction."""
     model = type(items[0])
     options = model.message_class.queue_options
     backend = backend_for(options.database)
@@ -64,19 +91,28 @@ def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime, 
         or membership.members(items)
         or any(signal.has_listeners(type(run)) for signal in (pre_save, post_save))
     ):
-        return False
+        return None
     run.finished_at = now
     seconds = (now - run.started_at).total_seconds()
-    ids = [item.pk for item in items]
     change = changes.processed(now)
     written = _with_fields(backend, change, items[0], fields) if keeps else None
-    finish = partial(backend.finish_processed, model, ids, run, QueueMinute, minute_of(now), seconds, written)
-    done = _report(_Lease(model, run.correlation_id, list(items)), retried(backend.alias, finish), "processed")
-    if keeps:
-        change.apply(items, done)
-    run.processed, run.rescheduled, run.errors = len(done), 0, 0
-    signals.send_items(signals.processed, items, done)
+    finish = Finish(model, [item.pk for item in items], run, QueueMinute, minute_of(now), seconds, written)
+    return Finishing(finish, items, change)
+
+
+def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime, fields: Sequence[str] = ()) -> bool:
+    """:func:`finishing`, written at once; False, with nothing done, when it needs a transaction's statements."""
+    ready = finishing(items, run, now=now, fields=fields)
+    if ready is None:
+        return False
+    write_finishing(ready)
     return True
+
+
+def write_finishing(ready: Finishing) -> None:
+    """Write a run's acknowledgement made ready by :func:`finishing`, on its own."""
+    backend = backend_for(ready.finish.model.message_class.queue_options.database)
+    ready.written(retried(backend.alias, partial(backend.finish_processed, ready.finish)))
 
 
 def mark_error(

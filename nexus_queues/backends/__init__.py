@@ -12,11 +12,11 @@ from ..exceptions import ConfigurationError
 from .base import Backend
 from .mysql import MySQLBackend
 from .postgresql import PostgresBackend
-from .rows import Claim, EnqueueRow
+from .rows import Claim, EnqueueRow, Finish
 from .sqlite import SQLiteBackend
 from .transports import Listener
 
-__all__ = ["Backend", "Claim", "EnqueueRow", "Listener", "backend_for"]
+__all__ = ["Backend", "Claim", "EnqueueRow", "Finish", "Listener", "backend_for"]
 
 _BACKENDS: dict[str, type[Backend]] = {"postgresql": PostgresBackend, "mysql": MySQLBackend, "sqlite": SQLiteBackend}
 

@@ -17,7 +17,7 @@ from ..conf import settings
 from ..quarantine import read_around
 from ..status import Status
 from . import hydration
-from .rows import INSERT_COLUMNS, STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow, by_message_id
+from .rows import INSERT_COLUMNS, STAGED_COLUMNS, Claim, EnqueueRow, Finish, MergeCounts, StagedRow, by_message_id
 from .session import Session
 from .statements import marks
 
@@ -119,14 +119,16 @@ class Backend(Session):
         run.save(using=self.alias, update_fields=fields)
         self.add_counts(counter, key, amounts)
 
-    def finish_processed(
-        self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
-        seconds: float, change: Change | None = None,
-    ) -> list[int]:
-        """Delete the rows of ``ids`` still leased by ``run`` (or apply ``change`` to them, when given: kept rows),
-        save ``run`` as finished (at ``run.finished_at``) with as many processed, and count it in ``counter``'s row of
-        its queue and ``minute``, in one statement (only where ``features.acknowledges_in_one_statement``); return the
-        ids deleted or changed."""
+    def finish_processed(self, finish: Finish) -> list[int]:
+        """Delete the rows of ``finish.ids`` still leased by its run (or apply its ``change`` to them: kept rows),
+        save the run as finished (at ``run.finished_at``) with as many processed, and count it in its counter's row
+        of its queue and minute, in one statement (only where ``features.acknowledges_in_one_statement``); return
+        the ids deleted or changed."""
+        raise NotImplementedError
+
+    def finish_and_claim(self, finish: Finish, claim: Claim, run: JobRun) -> tuple[list[int], list[QueueItem]]:
+        """:meth:`finish_processed` and :meth:`claim` (recording ``run``) in one statement, one commit (only where
+        ``features.claims_while_acknowledging``): the ids finished, and the items leased."""
         raise NotImplementedError
 
     def _add_counts_sql(

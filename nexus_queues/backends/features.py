@@ -32,6 +32,8 @@ class Features:
 
     acknowledges_in_one_statement: ClassVar[bool] = False
     """Can one statement delete a run's processed rows, end the run and count it (data-modifying ``WITH``)?"""
+    claims_while_acknowledging: ClassVar[bool] = False
+    """Can that statement also claim (and record) the queue's next run, so that a worker's runs cost one each?"""
 
 
 class PostgresFeatures(Features):
@@ -42,6 +44,7 @@ class PostgresFeatures(Features):
     has_skip_locked = True
     writes_json_lines = True
     acknowledges_in_one_statement = True
+    claims_while_acknowledging = True
 
 
 class MySQLFeatures(Features):

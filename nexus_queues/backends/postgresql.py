@@ -19,7 +19,7 @@ from . import copy_text
 from .base import CLAIM_STATEMENTS, Backend
 from .cursors import copy_rows, prepared_cursor
 from .features import PostgresFeatures
-from .rows import STAGED_COLUMNS, Claim, EnqueueRow, MergeCounts, StagedRow
+from .rows import STAGED_COLUMNS, Claim, EnqueueRow, Finish, MergeCounts, StagedRow
 from .session import lock_key
 from .statements.postgresql import PostgresStatements
 from .transports import Listener, NotifyListener
@@ -27,7 +27,6 @@ from .transports import Listener, NotifyListener
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..changes import Change
     from ..models import JobRun, QueueItem
 
 MERGE_LOCK_SPACE = 0x6E710001
@@ -99,6 +98,14 @@ class PostgresBackend(Backend):
         if run is None:
             return self._claim(claim)
         # One statement, so one round trip and one commit: the claim, and the run's row if it leased anything.
+        claiming, params = self._claiming(claim, run)
+        with self.cursor() as cursor:
+            cursor.execute(self.sql.CLAIM_RECORDING.format(claiming=claiming), params)
+            rows = cursor.fetchall()
+        return self._recorded(claim, run, rows)
+
+    def _claiming(self, claim: Claim, run: JobRun) -> tuple[str, list[Any]]:
+        """The WITH parts that claim and record ``run``, and their params."""
         claim_sql, params = self._claim_sql(claim)
         fields = [f for f in run._meta.local_concrete_fields if not f.primary_key]
         params += [
@@ -109,12 +116,11 @@ class PostgresBackend(Backend):
             columns = ", ".join(self.quote(str(f.column)) for f in fields)
             values = ", ".join("count(*)" if f.attname == "leased" else "%s" for f in fields)
             runs = self.quote(run._meta.db_table)
-            CLAIM_STATEMENTS[key] = self.sql.CLAIM_RECORDING.format(
-                claim=claim_sql, runs=runs, columns=columns, values=values
-            )
-        with self.cursor() as cursor:
-            cursor.execute(CLAIM_STATEMENTS[key], params)
-            rows = cursor.fetchall()
+            CLAIM_STATEMENTS[key] = self.sql.CLAIMING.format(claim=claim_sql, runs=runs, columns=columns, values=values)
+        return CLAIM_STATEMENTS[key], params
+
+    def _recorded(self, claim: Claim, run: JobRun, rows: Sequence[Sequence[Any]]) -> list[QueueItem]:
+        """The items of claimed ``rows`` (each ending with the run's id), ``run`` saved as recorded if any."""
         if rows:
             run.pk, run.leased = rows[0][-1], len(rows)
             run._state.adding, run._state.db = False, self.alias
@@ -137,25 +143,49 @@ class PostgresBackend(Backend):
         with self.cursor() as cursor:
             cursor.execute(sql, [*values, run.pk, *counts])
 
-    def finish_processed(
-        self, model: type[QueueItem], ids: Sequence[int], run: JobRun, counter: type[models.Model], minute: datetime,
-        seconds: float, change: Change | None = None,
-    ) -> list[int]:
-        table = self.quote(model._meta.db_table)
-        where, params = self._held(table, ids, run.correlation_id)
-        if change is None:
+    def finish_processed(self, finish: Finish) -> list[int]:
+        finishing, params = self._finishing(finish)
+        with self.cursor() as cursor:
+            cursor.execute(self.sql.FINISH_PROCESSED.format(finishing=finishing), params)
+            return [row[0] for row in cursor.fetchall()]
+
+    def finish_and_claim(self, finish: Finish, claim: Claim, run: JobRun) -> tuple[list[int], list[QueueItem]]:
+        finishing, finish_params = self._finishing(finish)
+        claiming, claim_params = self._claiming(claim, run)
+        try:
+            with self.cursor() as cursor:
+                cursor.execute(
+                    self.sql.FINISH_AND_CLAIM.format(finishing=finishing, claiming=claiming),
+                    [*finish_params, *claim_params],
+                )
+                rows = cursor.fetchall()
+        except UNREADABLE:
+            # Both committed before the claimed rows were read, the ids done with them: the finish deleted or
+            # changed every row its run still held, and the claim's rows are read back as claim() reads them.
+            items = self._read_back(claim, run)
+            if items is None:
+                raise
+            return list(finish.ids), items
+        done = list(rows[0][-1])
+        return done, self._recorded(claim, run, [row[:-1] for row in rows if row[0] is not None])
+
+    def _finishing(self, finish: Finish) -> tuple[str, list[Any]]:
+        """The WITH parts that end ``finish``'s run, and their params."""
+        table = self.quote(finish.model._meta.db_table)
+        run = finish.run
+        where, params = self._held(table, finish.ids, run.correlation_id)
+        if finish.change is None:
             done = self.sql.DELETE_HELD.format(table=table, where=where)
         else:
-            assignments, values = self._set(change)
+            assignments, values = self._set(finish.change)
             done = self.sql.UPDATE_HELD.format(table=table, assignments=assignments, where=where)
             params = [*values, *params]
-        sql = self.sql.FINISH_PROCESSED.format(
-            done=done,
-            runs=self.quote(type(run)._meta.db_table), minutes=self.quote(counter._meta.db_table),
+        finishing = self.sql.FINISHING.format(
+            done=done, runs=self.quote(type(run)._meta.db_table), minutes=self.quote(finish.counter._meta.db_table)
         )
-        with self.cursor() as cursor:
-            cursor.execute(sql, [*params, self.adapt(run.finished_at), run.pk, run.queue, self.adapt(minute), seconds])
-            return [row[0] for row in cursor.fetchall()]
+        return finishing, [
+            *params, self.adapt(run.finished_at), run.pk, run.queue, self.adapt(finish.minute), finish.seconds
+        ]
 
     def _read_back(self, claim: Claim, run: JobRun | None) -> list[QueueItem] | None:
         """The rows a claim leased, once those Python cannot read are Error; None when none of them was.

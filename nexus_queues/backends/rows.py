@@ -9,7 +9,10 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ..models import QueueItem
+    from django.db.models import Model
+
+    from ..changes import Change
+    from ..models import JobRun, QueueItem
 
 
 class EnqueueRow(NamedTuple):
@@ -72,6 +75,20 @@ class Claim:
     now: datetime
     lease_until: datetime
     correlation_id: str
+
+
+class Finish(NamedTuple):
+    """A run whose leased rows were all processed, to end in one statement: its rows of ``ids`` deleted (or changed
+    by ``change``, when the queue keeps them), the run saved as finished, its count added to ``counter``'s
+    ``minute``."""
+
+    model: type[QueueItem]
+    ids: Sequence[int]
+    run: JobRun
+    counter: type[Model]
+    minute: datetime
+    seconds: float
+    change: Change | None
 
 
 INSERT_COLUMNS = EnqueueRow._fields

@@ -38,7 +38,7 @@ from .logs import what_runs
 from .periodic import PeriodicRunner
 from .presence import Presence
 from .readiness import apps_by_database, wait_until_migrated
-from .runs import run_once, run_once_in_thread
+from .runs import run_chained, run_once_in_thread
 from .time_limits import TimeLimits
 from .wakeups import Wakeups
 
@@ -300,13 +300,18 @@ class Worker:
         runs = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
         if pool is None:
             leased = 0
-            for _ in range(runs):
-                if self.stopping:
-                    break
-                got = run_once(job, self.lease_renewal, self.time_limits)
-                leased += got
-                if got < job.batch_size:
-                    break
+            acknowledgement = None  # each run's, written with the next run's claim
+            try:
+                for _ in range(runs):
+                    if self.stopping:
+                        break
+                    got, acknowledgement = run_chained(job, self.lease_renewal, self.time_limits, acknowledgement)
+                    leased += got
+                    if got < job.batch_size:
+                        break
+            finally:
+                if acknowledgement is not None:
+                    acknowledgement.write()  # the last run's, which no claim follows
             return leased > 0
         return self._drain_concurrently(job, pool, runs)
 

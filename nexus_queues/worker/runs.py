@@ -22,13 +22,13 @@ from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import MessageCancelled, TimeLimitExceeded, UnstorableValue
 from ..failures import message_of
 from ..jobs.queue_jobs import Outcome, QueueJob, in_hand
-from ..leasing import lease
+from ..leasing import finish_and_lease, lease
 from ..limited_claims import wake_on_release
 from ..limits import check_datetime
 from ..models import JobRun, QueueItem
 from ..retries import atomic_retried
 from ..throughput import Throughput
-from ..updates import finish_processed, mark_error, mark_processed, reschedule, retry_later
+from ..updates import Finishing, finishing, mark_error, mark_processed, reschedule, retry_later, write_finishing
 from .lease_renewal import LeaseRenewal
 from .logs import correlation_id
 from .time_limits import TimeLimits
@@ -76,12 +76,55 @@ def run_batch(
 ) -> tuple[int, JobRun | None]:
     """One run of ``job`` over one leased batch: how many messages it leased, and its recorded run (None when
     nothing was Pending). ``limits`` enforces the job's ``time_limit`` (without it, none is)."""
+    leased, run, _ = _run(job, renewal, limits, None, chain=False)
+    return leased, run
+
+
+def run_chained(
+    job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None, previous: Acknowledgement | None
+) -> tuple[int, Acknowledgement | None]:
+    """:func:`run_once` whose claim also writes ``previous`` (the last run's acknowledgement, of the same job), and
+    whose own acknowledgement, when it is one statement, is returned to go with the next claim rather than written:
+    a worker draining a queue then spends one statement and one commit per run instead of two. The caller writes
+    the one it is left with (:meth:`Acknowledgement.write`)."""
+    leased, _, acknowledgement = _run(job, renewal, limits, previous, chain=True)
+    return leased, acknowledgement
+
+
+@dataclass
+class Acknowledgement:
+    """A run's acknowledgement made ready as one statement (:func:`~nexus_queues.updates.finishing`), kept to be
+    written with its queue's next claim."""
+
+    job: QueueJob
+    run: JobRun
+    ready: Finishing
+
+    def write(self) -> None:
+        """Write it on its own (no claim follows), unless a claim wrote it already."""
+        if not self.ready.reported:
+            write_finishing(self.ready)
+            self.finished()
+
+    def finished(self) -> None:
+        """What follows the acknowledgement's commit, under the run's correlation id."""
+        token = correlation_id.set(self.run.correlation_id)
+        try:
+            _acknowledged(self.job, self.run)
+        finally:
+            correlation_id.reset(token)
+
+
+def _run(
+    job: type[QueueJob], renewal: LeaseRenewal, limits: TimeLimits | None, previous: Acknowledgement | None,
+    *, chain: bool,
+) -> tuple[int, JobRun | None, Acknowledgement | None]:
     cid = uuid.uuid4().hex
     token = correlation_id.set(cid)
     try:
-        items, run = _lease(job, cid)
+        items, run = _lease(job, cid, previous)
         if not items:
-            return 0, None
+            return 0, None, None
         logger.debug("Leased %s message(s) of %s.", len(items), run.queue, extra={"action": "leased"})
         instance = job()
         renewal.hold(cid, items, job.lease_time)
@@ -89,8 +132,7 @@ def run_batch(
             processed = _process(instance, items, limits)
         finally:
             renewal.release(cid)
-        _acknowledge(instance, run, _classify(instance, items, processed))
-        return len(items), run
+        return len(items), run, _acknowledge(instance, run, _classify(instance, items, processed), chain=chain)
     finally:
         correlation_id.reset(token)
 
@@ -100,11 +142,20 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:255]
 
 
-def _lease(job: type[QueueJob], cid: str) -> tuple[list[QueueItem], JobRun]:
+def _lease(job: type[QueueJob], cid: str, previous: Acknowledgement | None) -> tuple[list[QueueItem], JobRun]:
     options = job.message_class.queue_options
     now = timezone.now()
     run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker_name(), started_at=now)
-    items = lease(job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run)
+    if previous is None:
+        items = lease(
+            job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run
+        )
+    else:
+        items = finish_and_lease(
+            previous.ready, job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid,
+            now=now, run=run,
+        )
+        previous.finished()
     return items, run
 
 
@@ -232,7 +283,9 @@ def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
     return retry
 
 
-def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
+def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified, *, chain: bool = False) -> Acknowledgement | None:
+    """Write the run's outcome; with ``chain``, an acknowledgement of one statement is returned instead, to be written
+    with the next claim."""
     alias = job.message_class.queue_options.database
     now = timezone.now()
     unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already
@@ -260,9 +313,20 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified) -> None:
     # Not a run with nothing processed (its messages cancelled) or one whose stuck messages the watchdog settled.
     others = outcome.later or outcome.retries or outcome.failed or unreadable or outcome.settled
     plain = bool(outcome.done) and not others and _acknowledges_nothing(job)
-    if not (plain and finish_processed(outcome.done, run, now=now, fields=fields)):
+    ready = finishing(outcome.done, run, now=now, fields=fields) if plain else None
+    if ready is not None and chain:
+        return Acknowledgement(job, run, ready)
+    if ready is not None:
+        write_finishing(ready)
+    else:
         atomic_retried(alias, record)
-    transaction.on_commit(job.acknowledged, using=alias)
+    _acknowledged(job, run)
+    return None
+
+
+def _acknowledged(job: QueueJob, run: JobRun) -> None:
+    """After a run's acknowledgement: the job's hook once it commits, a wake-up for a place freed, the log line."""
+    transaction.on_commit(job.acknowledged, using=job.message_class.queue_options.database)
     wake_on_release(job.message_class)
     logger.info(
         "%s: %s leased, %s processed, %s rescheduled, %s errors.", run.queue, run.leased, run.processed,

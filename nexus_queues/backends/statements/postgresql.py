@@ -43,31 +43,48 @@ class PostgresStatements(Statements):
         "SELECT nextval(seq) FROM pg_get_serial_sequence(%s, 'id') AS seq, generate_series(1, %s)",
     )
     COPY = Statement("Stream rows into a table's columns.", "COPY {table} {columns} FROM STDIN")
+    CLAIMING = Statement(
+        "Claim, and insert the run's row if the claim leased anything (the WITH parts, params: the claim's, the "
+        "run's values).",
+        "claimed AS ({claim}), "
+        "run AS (INSERT INTO {runs} ({columns}) "
+        "SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id)",
+    )
     CLAIM_RECORDING = Statement(
         "Claim, and insert the run's row if the claim leased anything, in one statement; "
         "return the leased rows, each with the run's id.",
-        "WITH claimed AS ({claim}), "
-        "run AS (INSERT INTO {runs} ({columns}) "
-        "SELECT {values} FROM claimed HAVING count(*) > 0 RETURNING id) "
-        "SELECT claimed.*, (SELECT id FROM run) FROM claimed",
+        "WITH {claiming} SELECT claimed.*, (SELECT id FROM run) FROM claimed",
     )
     FINISH_RUN = Statement(
         "Save a finished run's row and add its counts to its queue's minute, in one statement "
         "(params: the row's values, its id, the counter's).",
         "WITH finished AS (UPDATE {runs} SET {assignments} WHERE id = %s) {add_counts}",
     )
-    FINISH_PROCESSED = Statement(
+    FINISHING = Statement(
         "End a run whose messages were all processed: delete its held rows (or set them Processed, when kept), save "
-        "the run as finished with as many processed, add it to its queue's minute; return the ids deleted or changed "
-        "(params: the delete's or update's, the finish time, the run's id, its queue, the minute, the run's seconds).",
-        """WITH done AS ({done}),
+        "the run as finished with as many processed, add it to its queue's minute (the WITH parts, params: the "
+        "delete's or update's, the finish time, the run's id, its queue, the minute, the run's seconds).",
+        """done AS ({done}),
 finished AS (UPDATE {runs} SET processed = (SELECT count(*) FROM done), rescheduled = 0, errors = 0, finished_at = %s
               WHERE id = %s),
 counted AS (INSERT INTO {minutes} (queue, minute, processed, errors, runs, run_seconds)
             SELECT %s, %s, count(*), 0, 1, %s FROM done
             ON CONFLICT (queue, minute) DO UPDATE SET processed = {minutes}.processed + excluded.processed,
-              runs = {minutes}.runs + excluded.runs, run_seconds = {minutes}.run_seconds + excluded.run_seconds)
-SELECT id FROM done""",
+              runs = {minutes}.runs + excluded.runs, run_seconds = {minutes}.run_seconds + excluded.run_seconds)""",
+    )
+    FINISH_PROCESSED = Statement(
+        "End a run whose messages were all processed; return the ids deleted or changed.",
+        "WITH {finishing} SELECT id FROM done",
+    )
+    # Data-modifying WITH parts all run, once, on one snapshot: the claim's pick (Pending rows) never meets the
+    # finished run's rows (Leased). The LEFT JOIN returns one row when nothing was claimed, to carry the ids done.
+    FINISH_AND_CLAIM = Statement(
+        "End a run whose messages were all processed and claim the queue's next, recording it, in one statement: "
+        "return the leased rows, each with the run's id and the ids the finish deleted or changed (one row of "
+        "NULLs with those ids when nothing was claimed).",
+        "WITH {finishing}, {claiming} "
+        "SELECT claimed.*, (SELECT id FROM run), ARRAY(SELECT id FROM done) FROM (SELECT) AS one LEFT JOIN claimed "
+        "ON true",
     )
     NOTIFY = Statement("Wake the listeners of a channel with a queue's name, at commit.", "SELECT pg_notify(%s, %s)")
     NOTIFY_WRITTEN = Statement(
