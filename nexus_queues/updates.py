@@ -100,15 +100,6 @@ def finishing(
     return Finishing(finish, items, change)
 
 
-def finish_processed(items: Sequence[QueueItem], run: JobRun, *, now: datetime, fields: Sequence[str] = ()) -> bool:
-    """:func:`finishing`, written at once; False, with nothing done, when it needs a transaction's statements."""
-    ready = finishing(items, run, now=now, fields=fields)
-    if ready is None:
-        return False
-    write_finishing(ready)
-    return True
-
-
 def write_finishing(ready: Finishing) -> None:
     """Write a run's acknowledgement made ready by :func:`finishing`, on its own."""
     backend = backend_for(ready.finish.model.message_class.queue_options.database)
