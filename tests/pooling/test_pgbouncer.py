@@ -51,9 +51,11 @@ def test_nexus_worker__drains_the_queue(pooled, manage):
 
 def test_nexus_worker__two_workers_never_process_a_message_twice(pooled, manage, files):
     """Two workers sharing the pooler's server connections process each message exactly once."""
-    enqueue_many([Ping(n=n) for n in range(400)])
     workers = [manage("nexus_worker", "--queue", "pings", "--peek-delay", "0.1", NEXUS_TEST_BATCH="10")
                for _ in range(2)]
+    for worker in workers:  # started (its SIGTERM handler in place) before the other drains the queue alone
+        worker.wait_logged("Worker started")
+    enqueue_many([Ping(n=n) for n in range(400)])
     wait_until(lambda: len(reports(files)) >= 400, "400 pings processed", workers[0])
     for worker in workers:
         worker.proc.send_signal(signal.SIGTERM)

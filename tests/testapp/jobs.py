@@ -22,6 +22,8 @@ from .queues import BatchReport, Digest, Greeting, Inventory, Product, Shipment
 GATE_TIMEOUT = 120
 STARTED = os.environ.get("NEXUS_TEST_PING_STARTED")
 """The benchmark's file of each ping's start lateness (set for its worker processes)."""
+GREETING_SLEEP = float(os.environ.get("NEXUS_TEST_GREETING_SLEEP", "0"))
+"""Seconds each greeting's job takes (set for worker processes that must share a queue's messages)."""
 STARTS = os.environ.get("NEXUS_TEST_PING_STARTS")
 """Set for bench_workers.py's worker processes: each ping reports when its job started. Read once, so that the
 benchmark's no-op job costs no more than the raw claim loop it is compared with."""
@@ -60,7 +62,8 @@ class GreetingJob(QueueJob):
     """``fail`` raises; ``block`` reports ``started`` and waits for the gate, ``block-db`` then reads the
     database, ``block-check`` then checks for a cancel; ``later`` runs twice, 1 s apart; ``spin`` runs Python
     forever, ``stuck`` blocks in C (opening the FIFO named by ``NEXUS_TEST_FIFO``) until a writer opens it.
-    ``NEXUS_TEST_TIME_LIMIT`` (seconds) and ``NEXUS_TEST_ATTEMPTS`` set the time limit and attempts."""
+    ``NEXUS_TEST_TIME_LIMIT`` (seconds) and ``NEXUS_TEST_ATTEMPTS`` set the time limit and attempts,
+    ``NEXUS_TEST_GREETING_SLEEP`` (seconds) the time each greeting takes."""
 
     message_class = Greeting
     batch_size = 10
@@ -80,6 +83,7 @@ class GreetingJob(QueueJob):
             self._run_long(message.name)
         if message.name == "fail":
             raise ValueError(f"cannot greet {message.times}")
+        time.sleep(GREETING_SLEEP)
         report(message.name, message.times)
         if message.name == "later" and reported("later") == 1:
             return timezone.now() + timedelta(seconds=1)

@@ -43,8 +43,12 @@ def test_batch__four_racing_workers_complete_it_once_with_its_errors(manage, fil
     An operator then retries the errors: the counts drop, rise again as they fail again, and nothing completes
     twice."""
     names = ["fail" if n % 10 == 0 else "hello" for n in range(400)]
-    # The four wait idle first: one started before the others (a loaded machine) would drain the batch alone.
-    workers = [manage(*WORKER, "--queue", "greetings", "--queue", "batch_reports") for _ in range(4)]
+    # The four wait idle first, and each greeting takes 5 ms: one started before the others (a loaded machine), or
+    # one holding SQLite's write lock run after run while the others' busy handlers back off, drained it alone.
+    workers = [
+        manage(*WORKER, "--queue", "greetings", "--queue", "batch_reports", NEXUS_TEST_GREETING_SLEEP="0.005")
+        for _ in range(4)
+    ]
     for worker in workers:
         worker.wait_logged("Worker started")
     batch = enqueue_many(

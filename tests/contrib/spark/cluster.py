@@ -134,7 +134,7 @@ class Cluster:
         """Whether a worker has registered with the master and is alive."""
         try:
             return any(worker["state"] == "ALIVE" for worker in self.state()["workers"])
-        except OSError:  # the web UI is not up yet
+        except (OSError, ValueError):  # the web UI is not up yet, or answers with its HTML page before its JSON
             return False
 
 
