@@ -62,12 +62,12 @@ def finish_and_lease(
     """A run's acknowledgement (``ready``, from :func:`~nexus_queues.updates.finishing`) written, then :func:`lease`
     for the next ``run``: in one statement and one commit where the engine can (not under flow limits, whose claim
     takes a transaction of its own), else one after the other."""
-    claim = _claim(queue, count, lease_time, correlation_id, now)
-    options = claim.model.message_class.queue_options
+    options = registry.resolve(queue).queue_options
     backend = backend_for(options.database)
     if options.limits or not backend.features.claims_while_acknowledging:
         write_finishing(ready)
-        return lease(queue, count, lease_time=lease_time, correlation_id=claim.correlation_id, now=claim.now, run=run)
+        return lease(queue, count, lease_time=lease_time, correlation_id=correlation_id, now=now, run=run)
+    claim = _claim(queue, count, lease_time, correlation_id, now)
     done, items = retried(backend.alias, partial(backend.finish_and_claim, ready.finish, claim, run))
     ready.written(done)
     signals.send_items(signals.leased, items)

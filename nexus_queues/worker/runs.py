@@ -97,7 +97,6 @@ class Acknowledgement:
     written with its queue's next claim."""
 
     job: QueueJob
-    run: JobRun
     ready: Finishing
 
     def write(self) -> None:
@@ -108,9 +107,10 @@ class Acknowledgement:
 
     def finished(self) -> None:
         """What follows the acknowledgement's commit, under the run's correlation id."""
-        token = correlation_id.set(self.run.correlation_id)
+        run = self.ready.finish.run
+        token = correlation_id.set(run.correlation_id)
         try:
-            _acknowledged(self.job, self.run)
+            _acknowledged(self.job, run)
         finally:
             correlation_id.reset(token)
 
@@ -315,7 +315,7 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified, *, chain: boo
     plain = bool(outcome.done) and not others and _acknowledges_nothing(job)
     ready = finishing(outcome.done, run, now=now, fields=fields) if plain else None
     if ready is not None and chain:
-        return Acknowledgement(job, run, ready)
+        return Acknowledgement(job, ready)
     if ready is not None:
         write_finishing(ready)
     else:
