@@ -29,10 +29,10 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from nexus_queues import enqueue_many, queue_health  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.testapp.queues import Greeting  # noqa: E402
 
 ROWS = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
@@ -62,13 +62,8 @@ def bench_database(script: str) -> Iterator[None]:
     """The test database ``test_<name>`` of DATABASE_URL, on PostgreSQL only; dropped afterwards unless KEEPDB=1."""
     if connection.vendor != "postgresql":
         sys.exit(f"{script} measures PostgreSQL: set DATABASE_URL=postgres://...")
-    setup_test_environment()
-    databases = setup_databases(verbosity=0, interactive=False, keepdb=KEEPDB)
-    try:
+    with bench_databases(keepdb=KEEPDB):
         yield
-    finally:
-        if not KEEPDB:
-            teardown_databases(databases, verbosity=0)
 
 
 def timed(call: Callable[[], object]) -> tuple[float, float]:

@@ -27,9 +27,9 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 
 from nexus_queues.api.tokens import make_token  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.testapp.more_queues import Ping  # noqa: E402
 
 N_ONE = int(os.environ.get("N_ONE", 500))
@@ -72,9 +72,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    setup_test_environment()
-    config = setup_databases(verbosity=0, interactive=False)
-    try:
+    with bench_databases():
         main()
-    finally:
-        teardown_databases(config, verbosity=0)

@@ -57,7 +57,6 @@ django.setup()
 import psycopg  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -69,6 +68,7 @@ from nexus_queues.contrib.spark.options import write_options  # noqa: E402
 from nexus_queues.contrib.spark.source import NexusDataSource  # noqa: E402
 from nexus_queues.contrib.spark.writing import SyncWriter  # noqa: E402
 from nexus_queues.serialization import canonical_json  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 
 QUEUE = ProductUpdated.queue_model._meta.db_table
 PLAIN = "bench_plain_products"
@@ -344,9 +344,5 @@ if __name__ == "__main__":
     if options.staging_only:
         staging_only(options)
         sys.exit()
-    setup_test_environment()
-    config = setup_databases(verbosity=0, interactive=False)
-    try:
+    with bench_databases():
         main(options)
-    finally:
-        teardown_databases(config, verbosity=0)

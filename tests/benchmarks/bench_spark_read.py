@@ -38,7 +38,6 @@ from datetime import UTC, datetime  # noqa: E402
 from decimal import Decimal  # noqa: E402
 
 from django.db import connection  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -46,6 +45,7 @@ from demo_project.shop.prices import Price  # noqa: E402
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
 from nexus_queues import enqueue  # noqa: E402
 from nexus_queues.contrib.spark import session  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 
 QUEUE = ProductUpdated.queue_model._meta.db_table
 
@@ -159,9 +159,5 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     options = arguments()
-    setup_test_environment()
-    config = setup_databases(verbosity=0, interactive=False)
-    try:
+    with bench_databases():
         main(options)
-    finally:
-        teardown_databases(config, verbosity=0)

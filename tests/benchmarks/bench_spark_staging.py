@@ -30,11 +30,11 @@ import django
 django.setup()
 
 import pyarrow.parquet as pq  # noqa: E402
-from django.test.utils import setup_databases, setup_test_environment, teardown_databases  # noqa: E402
 
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
 from nexus_queues import staging  # noqa: E402
 from nexus_queues.contrib.spark.rows import RowStager  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 
 TABLE = "bench_staging_rows"
 
@@ -83,9 +83,5 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=100_000, help="How many of them to stage.")
     parser.add_argument("--rounds", type=int, default=3, help="Runs of each path, alternated (median).")
     options = parser.parse_args()
-    setup_test_environment()
-    config = setup_databases(verbosity=0, interactive=False)
-    try:
+    with bench_databases():
         main(options)
-    finally:
-        teardown_databases(config, verbosity=0)

@@ -10,10 +10,10 @@ import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 django.setup()
-from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from nexus_queues import QueueJob, enqueue_many  # noqa: E402
 from nexus_queues.testing import drain  # noqa: E402
+from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.testapp.queues import Greeting  # noqa: E402
 
 
@@ -29,8 +29,7 @@ class Limited(Plain, abstract=True):
 
 
 def main(count: int) -> None:
-    old = setup_databases(verbosity=0, interactive=False)
-    try:
+    with bench_databases():
         for job in (Plain, Limited, Plain, Limited):
             enqueue_many([Greeting(name=str(i)) for i in range(count)])
             started = time.perf_counter()
@@ -38,8 +37,6 @@ def main(count: int) -> None:
             seconds = time.perf_counter() - started
             rate = drained.processed / seconds
             print(f"{job.__name__:8s} {drained.processed} msgs {seconds:.3f} s  {rate:,.0f} msg/s")
-    finally:
-        teardown_databases(old, verbosity=0)
 
 
 if __name__ == "__main__":
