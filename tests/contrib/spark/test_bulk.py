@@ -188,44 +188,31 @@ def test_whole_batch__accepted_rows_take_no_per_row_path(batch_rows: list[dict[s
     assert all(row.reject is None for row in whole)
 
 
-class WithFloat(QueueMessageWithId, abstract=True):
+class Keyed(QueueMessageWithId, abstract=True):
     key: str
+
+    @property
+    def message_id(self) -> str:
+        return self.key
+
+
+class WithFloat(Keyed, abstract=True):
     ratio: float
 
-    @property
-    def message_id(self) -> str:
-        return self.key
 
-
-class WithMap(QueueMessageWithId, abstract=True):
-    key: str
+class WithMap(Keyed, abstract=True):
     counts: dict[str, int]
 
-    @property
-    def message_id(self) -> str:
-        return self.key
 
-
-class WithZone(QueueMessageWithId, abstract=True):
-    key: str
+class WithZone(Keyed, abstract=True):
     moment: AwareDatetime
 
-    @property
-    def message_id(self) -> str:
-        return self.key
 
-
-class WithValidator(QueueMessageWithId, abstract=True):
-    key: str
-
+class WithValidator(Keyed, abstract=True):
     @field_validator("key")
     @classmethod
     def shouting(cls, value: str) -> str:
         return value.upper()
-
-    @property
-    def message_id(self) -> str:
-        return self.key
 
 
 @pytest.mark.parametrize(
