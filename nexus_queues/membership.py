@@ -38,6 +38,9 @@ logger = logging.getLogger("nexus_queues")
 BATCH_HEADER = "nexus_batch"
 """The header in which a member names its batch's id."""
 
+CHUNK = 10_000
+"""Rows read or locked per statement where a merge's rows are many (SQLite binds at most 32,766 values)."""
+
 FINISHED = {Status.PROCESSED.value: "processed", Status.ERROR.value: "error", Status.CANCELLED.value: "cancelled"}
 """The finished statuses, and the batch counter each one adds to."""
 
@@ -197,29 +200,41 @@ def replaced_by_merge(
     batch: a Spark sync that changes a message still waiting in an earlier sync's batch takes it out of that one.
 
     Batches already complete keep their final counts: only the open batches of the queue are looked up, so a
-    sync of rows whose batches completed reads no more rows than without batches.
+    sync of rows whose batches completed reads no more rows than without batches. On an idempotent queue only
+    the members whose newest staged JSON differs are locked: a re-sync of unchanged rows locks none.
     """
     open_ids = set(
         Batch.objects.using(alias).filter(queue=queue, completed_at__isnull=True).values_list("pk", flat=True)
     )
     if not open_ids:
         return []
-    ids = staged.filter(reject__isnull=True).values("message_id")
-    rows = model.objects.using(alias).select_for_update().filter(message_id__in=ids).order_by("pk")
-    found = [
-        (message_id, batch, status, hash_)
-        for message_id, headers, status, hash_ in rows.filter(headers__has_key=BATCH_HEADER).values_list(
-            "message_id", "headers", "status", "message_hash"
-        )
-        if (batch := batch_of(headers)) in open_ids
+    staged = staged.filter(reject__isnull=True)
+    members = model.objects.using(alias).filter(
+        message_id__in=staged.values("message_id"), headers__has_key=BATCH_HEADER
+    )
+    if not idempotent:
+        return _moves_out(members, open_ids)
+    newest = dict(staged.order_by("position").values_list("message_id", "message_hash").iterator(CHUNK))
+    stored = members.values_list("pk", "message_id", "message_hash")
+    differing = sorted(pk for pk, id_, hash_ in stored if newest[id_] != hash_)
+    moves = []
+    for start in range(0, len(differing), CHUNK):  # in pk order, as every locker of many rows takes them
+        chunk = model.objects.using(alias).filter(pk__in=differing[start : start + CHUNK])
+        moves += _moves_out(chunk, open_ids, lambda id_, hash_: newest[id_] != hash_)
+    return moves
+
+
+def _moves_out(
+    rows: QuerySet[Any], open_ids: set[int], replaced: Callable[[str, str], bool] = lambda id_, hash_: True
+) -> list[Move]:
+    """The ``rows`` of open batches that are ``replaced`` (by their message id and hash, read under their lock),
+    locked, as moves out of their batch."""
+    locked = rows.select_for_update().order_by("pk").values_list("message_id", "headers", "status", "message_hash")
+    return [
+        (batch, status, None)
+        for message_id, headers, status, hash_ in locked
+        if (batch := batch_of(headers)) in open_ids and replaced(message_id, hash_)
     ]
-    if idempotent and found:
-        newest: dict[str | None, str | None] = {}
-        chosen = staged.filter(reject__isnull=True, message_id__in=[row[0] for row in found]).order_by("position")
-        for message_id, hash_ in chosen.values_list("message_id", "message_hash"):
-            newest[message_id] = hash_
-        found = [row for row in found if newest.get(row[0]) != row[3]]
-    return [(batch, status, None) for _, batch, status, _ in found]
 
 
 def merged(alias: str, batch: Batch, written: int, finished: Mapping[str, int], now: datetime) -> None:

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from nexus_queues import Status, enqueue, staging
+from nexus_queues import Status, batches, enqueue, staging
+from nexus_queues.models import Batch
 from nexus_queues.serialization import canonical_json, json_hash
 from nexus_queues.staging import MergeCounts, StagedRow
 from tests.commands import wait_until
@@ -27,8 +28,11 @@ def staged_rows(messages: list[Any], token: int) -> list[StagedRow]:
     return rows
 
 
-def merged(message_class: Any, messages: list[Any], on_wait: Callable[[], None] = lambda: None) -> MergeCounts:
-    """Stage ``messages`` and merge them in a transaction of the merge's own, as a sync's commit does."""
+def merged(
+    message_class: Any, messages: list[Any], on_wait: Callable[[], None] = lambda: None, *, batched: bool = False
+) -> MergeCounts:
+    """Stage ``messages`` and merge them in a transaction of the merge's own, as a sync's commit does; ``batched``:
+    the messages it writes form a batch, as a sync's do."""
     alias = message_class.queue_options.database
     table = staging.new_table_name(message_class.queue_name())
     token = staging.new_token()
@@ -36,7 +40,8 @@ def merged(message_class: Any, messages: list[Any], on_wait: Callable[[], None] 
     try:
         staging.stage(alias, table, staged_rows(messages, token))
         with staging.turn(message_class, on_wait):
-            return staging.merge(message_class, table, [token], notify=False)
+            batch = batches.create(message_class) if batched else None
+            return staging.merge(message_class, table, [token], notify=False, batch=batch)
     finally:
         staging.drop(alias, table)
 
@@ -60,6 +65,25 @@ def test_merge__leaves_a_message_stored_while_it_waited(db: None) -> None:
     assert merge.outcome() == MergeCounts(unchanged=1)
     row = stored(Product, "A")
     assert (row.status, row.message) == (Status.PROCESSED, new)
+
+
+@pytest.mark.engines("postgresql")  # MariaDB/MySQL's merge locks every row it reads (locks_rows_before_merge)
+def test_merge__into_a_batch_leaves_unchanged_members_of_an_open_batch_unlocked(db: None) -> None:
+    """A re-sync while an earlier sync's batch still waits neither rewrites nor locks its unchanged members (it
+    finishes while a worker holds one), and moves a changed member to its own batch."""
+    merged(Product, [Product(sku="A", name="A"), Product(sku="B", name="B")], batched=True)
+    earlier = Batch.objects.get()
+
+    with row_held(Product, "A"):
+        resync = [Product(sku="A", name="A"), Product(sku="B", name="B2")]
+        again = Background(lambda: merged(Product, resync, batched=True))
+        assert again.outcome() == MergeCounts(changed=1, unchanged=1)
+
+    later = Batch.objects.exclude(pk=earlier.pk).get()
+    earlier.refresh_from_db()
+    assert (earlier.total, later.total) == (1, 1)
+    assert stored(Product, "A").headers["nexus_batch"] == earlier.pk
+    assert stored(Product, "B").headers["nexus_batch"] == later.pk
 
 
 def test_merge__leaves_a_leased_unchanged_message_to_its_worker(db: None) -> None:
