@@ -173,11 +173,12 @@ def merge(
             idempotent=options.idempotent and message_class.has_identity,
         )
         membership.record(alias, moves, timezone.now())
-        backend.join_staged(table, tokens, batch.pk)
+    joins = None if batch is None else batch.pk
     if message_class.has_identity:
-        counts = backend.merge_staged(model, table, tokens, default, timezone.now(), idempotent=options.idempotent)
+        now = timezone.now()
+        counts = backend.merge_staged(model, table, tokens, default, now, idempotent=options.idempotent, batch=joins)
     else:
-        counts = backend.append_staged(model, table, tokens, default, timezone.now())
+        counts = backend.append_staged(model, table, tokens, default, timezone.now(), joins)
     if batch is not None:
         written = counts.new + counts.changed + (0 if options.idempotent else counts.unchanged)
         _settle(alias, batch, model, staged, written)

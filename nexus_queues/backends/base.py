@@ -276,11 +276,10 @@ class Backend(Session):
             while rows := cursor.fetchmany(1000):
                 yield from (row[0] for row in rows)
 
-    def join_staged(self, table: str, tokens: Sequence[int], batch: int) -> None:
-        """Name ``batch`` in the headers of the messages staged under ``tokens``: the merge stores them as members."""
-        with self.cursor() as cursor:
-            sql = self.sql.STAGED_JOIN_BATCH.format(staging=self.quote(table), tokens=marks(tokens))
-            cursor.execute(sql, [batch, *tokens])
+    def staged_headers(self, column: str, batch: int | None) -> str:
+        """The expression of staged ``column``'s headers as the merge stores them: naming ``batch`` (an id) if any."""
+        headers = self.sql.JSON_FROM_TEXT.format(column)
+        return headers if batch is None else self.sql.HEADERS_IN_BATCH.format(headers=headers, batch=int(batch))
 
     def merge_staged(
         self,
@@ -291,9 +290,11 @@ class Backend(Session):
         now: datetime,
         *,
         idempotent: bool,
+        batch: int | None = None,
     ) -> MergeCounts:
         """Upsert the messages staged under ``tokens`` by message id, the last staged of an id winning,
-        as :meth:`upsert` does; ``default_status`` for those without a status. Counts what it did."""
+        as :meth:`upsert` does; ``default_status`` for those without a status; those it writes join ``batch``.
+        Counts what it did."""
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
         newest = self.sql.NEWEST_STAGED.format(staging=staged, tokens=marks(tokens))
         written = (self.sql.STAGED_WRITTEN if idempotent else self.sql.EVERY).text
@@ -307,7 +308,7 @@ class Backend(Session):
                 queue=queue,
                 columns=self._columns(),
                 message=self.sql.JSON_FROM_TEXT.format("s.message"),
-                headers=self.sql.JSON_FROM_TEXT.format("s.headers"),
+                headers=self.staged_headers("s.headers", batch),
                 newest=newest,
                 written=written,
                 upsert=self._staged_upsert(queue, idempotent=idempotent),
@@ -317,9 +318,11 @@ class Backend(Session):
         return MergeCounts(new, changed, unchanged, scheduled, superseded)
 
     def append_staged(
-        self, model: type[QueueItem], table: str, tokens: Sequence[int], default_status: str, now: datetime
+        self, model: type[QueueItem], table: str, tokens: Sequence[int], default_status: str, now: datetime,
+        batch: int | None = None,
     ) -> MergeCounts:
-        """Insert the messages staged under ``tokens`` (a queue without identity) in position order."""
+        """Insert the messages staged under ``tokens`` (a queue without identity) in position order, members of
+        ``batch``."""
         queue, staged = self.quote(model._meta.db_table), self.quote(table)
         with self.cursor() as cursor:
             cursor.execute(self.sql.COUNT_STAGED.format(staging=staged, tokens=marks(tokens)), list(tokens))
@@ -329,7 +332,7 @@ class Backend(Session):
                     queue=queue,
                     columns=self._columns(),
                     message=self.sql.JSON_FROM_TEXT.format("message"),
-                    headers=self.sql.JSON_FROM_TEXT.format("headers"),
+                    headers=self.staged_headers("headers", batch),
                     staging=staged,
                     tokens=marks(tokens),
                 ),

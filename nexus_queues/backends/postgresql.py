@@ -229,15 +229,17 @@ class PostgresBackend(Backend):
         now: datetime,
         *,
         idempotent: bool,
+        batch: int | None = None,
     ) -> MergeCounts:
-        queue = self.quote(model._meta.db_table)
-        inserted = self._insert_staged_if_empty(queue, table, tokens, default_status, now)
+        queue, headers = self.quote(model._meta.db_table), self.staged_headers("headers", batch)
+        inserted = self._insert_staged_if_empty(queue, table, tokens, default_status, now, headers)
         if inserted is not None:
             return inserted
         merge = self.sql.MERGE_STAGED.format(
             staging=self.quote(table),
             queue=queue,
             columns=self._columns(),
+            headers=headers,
             written=(self.sql.STAGED_WRITTEN if idempotent else self.sql.EVERY).text,
             upsert=self._staged_upsert(queue, idempotent=idempotent),
             unchanged=(self.sql.UNCHANGED_NOT_WRITTEN if idempotent else self.sql.UNCHANGED_IN_SNAPSHOT).text,
@@ -249,11 +251,13 @@ class PostgresBackend(Backend):
         return MergeCounts(new, total - new - unchanged, unchanged, scheduled, staged_count - total)
 
     def _insert_staged_if_empty(
-        self, queue: str, table: str, tokens: Sequence[int], default_status: str, now: datetime
+        self, queue: str, table: str, tokens: Sequence[int], default_status: str, now: datetime, headers: str
     ) -> MergeCounts | None:
         """The counts of the ``INSERT_STAGED`` statement when ``queue`` is empty and it stores every staged message;
         None, and nothing written, when the queue holds a row or an id repeats."""
-        insert = self.sql.INSERT_STAGED.format(queue=queue, columns=self._columns(), staging=self.quote(table))
+        insert = self.sql.INSERT_STAGED.format(
+            queue=queue, columns=self._columns(), headers=headers, staging=self.quote(table)
+        )
         at = self.adapt(now)
         with self.cursor() as cursor:
             cursor.execute(self.sql.ANY_ROW.format(table=queue))

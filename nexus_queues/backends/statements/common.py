@@ -120,11 +120,10 @@ RETURNING {columns}""",
         "The rejects staged under some tokens, in position order.",
         "SELECT reject FROM {staging} WHERE token IN ({tokens}) AND reject IS NOT NULL ORDER BY position",
     )
-    STAGED_JOIN_BATCH = Statement(
-        "Name a batch in the headers of the messages staged under some tokens, so that the merge stores them "
-        "as its members (MariaDB/MySQL and SQLite both say JSON_SET).",
-        "UPDATE {staging} SET headers = JSON_SET(COALESCE(headers, '{{}}'), '$.nexus_batch', %s) "
-        "WHERE token IN ({tokens}) AND reject IS NULL",
+    HEADERS_IN_BATCH = Statement(
+        "Staged headers that name batch {batch}, so that the merge stores its messages as the batch's members "
+        "(MariaDB/MySQL and SQLite both say JSON_SET).",
+        "JSON_SET(COALESCE({headers}, '{{}}'), '$.nexus_batch', {batch})",
     )
     NEWEST_STAGED = Statement(
         "The staged messages, the last staged of each message id only (rejects left out).",

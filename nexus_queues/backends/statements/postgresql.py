@@ -17,11 +17,9 @@ class PostgresStatements(Statements):
         "SELECT current_setting('port')::int",
     )
     JSON_FROM_TEXT = Statement("A text column's value as a jsonb column's.", "{}::jsonb")
-    STAGED_JOIN_BATCH = Statement(
-        "Name a batch in the headers of the messages staged under some tokens, so that the merge stores them "
-        "as its members.",
-        "UPDATE {staging} SET headers = (COALESCE(headers, '{{}}')::jsonb || jsonb_build_object('nexus_batch', "
-        "%s::bigint))::text WHERE token IN ({tokens}) AND reject IS NULL",
+    HEADERS_IN_BATCH = Statement(
+        "Staged headers that name batch {batch}, so that the merge stores its messages as the batch's members.",
+        "(COALESCE({headers}, '{{}}') || jsonb_build_object('nexus_batch', {batch}::bigint))",
     )
     # An array of ids is looked up by primary key; IN (subquery) plans a hash join over the whole table.
     CLAIMED_IDS = Statement(
@@ -110,7 +108,7 @@ counted AS (INSERT INTO {minutes} (queue, minute, processed, errors, runs, run_s
     LEFT JOIN {queue} q ON q.message_id = s.message_id),
 written AS (
   INSERT INTO {queue} {columns}
-  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
+  SELECT message_id, message::jsonb, message_hash, {headers}, COALESCE(status, %s), process_at, expires_at, %s, %s
     FROM incoming WHERE {written} ORDER BY position
   {upsert}
   RETURNING created_at = %s AS inserted, process_at)
@@ -126,7 +124,7 @@ SELECT COUNT(*), (SELECT COUNT(*) FILTER (WHERE inserted) FROM written), {unchan
         "that finds each id's newest row, the lookup or the upsert (params: default status, now, now, tokens).",
         """WITH written AS (
   INSERT INTO {queue} {columns}
-  SELECT message_id, message::jsonb, message_hash, headers::jsonb, COALESCE(status, %s), process_at, expires_at, %s, %s
+  SELECT message_id, message::jsonb, message_hash, {headers}, COALESCE(status, %s), process_at, expires_at, %s, %s
     FROM {staging} WHERE token = ANY(%s) AND reject IS NULL ORDER BY position
   RETURNING process_at)
 SELECT COUNT(*), COUNT(process_at) FROM written""",
