@@ -210,11 +210,9 @@ class PostgresBackend(Backend):
             cursor.execute(self.sql.SET_UNLOGGED.format(table=self.quote(table)))
 
     def stage_rows(self, table: str, rows: Sequence[StagedRow]) -> None:
-        adapt = self._memo_adapt()
-
         def write(copy: Any) -> None:
-            for row in rows:
-                copy.write_row([adapt(value) for value in row])
+            for chunk in copy_text.staged_chunks(rows):
+                copy.write(chunk)
 
         with self.cursor() as cursor:
             columns = "(" + ", ".join(STAGED_COLUMNS) + ")"

@@ -1,11 +1,13 @@
 """Bulk enqueue's COPY text: every character a message, header or time may hold is read back as it was."""
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nexus_queues import Status, enqueue_many, set_default_status
+from nexus_queues import Status, enqueue_many, set_default_status, staging
 from nexus_queues.backends import copy_text
+from nexus_queues.staging import StagedRow
 from tests.testapp.queues import Greeting
 
 pytestmark = pytest.mark.django_db
@@ -39,3 +41,24 @@ def test_enqueue_many__takes_the_stored_default_status():
     enqueue_many(Greeting(name=str(i)) for i in range(copy_text.CHUNK_ROWS + 1))
     assert set(Greeting.queue_items().values_list("status", flat=True)) == {"OnHold"}
     assert Greeting.queue_items().count() == copy_text.CHUNK_ROWS + 1
+
+
+@pytest.mark.django_db(transaction=True)  # a staging table is made and dropped: DDL ends MariaDB's transaction
+def test_stage__awkward_rows_read_back_unchanged():
+    """What staging writes reads back equal: message ids, messages, headers and rejects holding COPY's special
+    characters, times, NULLs, rows sharing their placement and rows of their own."""
+    at = datetime(2999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    rows = [
+        StagedRow(7, i, f"id {i} {text}", json.dumps({"name": text}), f"{i:064x}", json.dumps({"why": text}),
+                  "OnHold" if i % 2 else None, at if i % 2 else None, None, None)
+        for i, text in enumerate(AWKWARD)
+    ]  # fmt: skip
+    rows.append(StagedRow(7, len(rows), None, None, None, None, None, None, None, json.dumps({"row": AWKWARD})))
+    table = staging.new_table_name("greetings")
+    staging.create("default", table)
+    try:
+        staging.stage("default", table, rows)
+        stored = staging.staging_model(table).objects.order_by("position").values_list(*StagedRow._fields)
+        assert [StagedRow(*row) for row in stored] == rows
+    finally:
+        staging.drop("default", table)
