@@ -39,7 +39,7 @@ BATCH_HEADER = "nexus_batch"
 """The header in which a member names its batch's id."""
 
 CHUNK = 10_000
-"""Rows read or locked per statement where a merge's rows are many (SQLite binds at most 32,766 values)."""
+"""Rows locked per statement where a merge replaces many (SQLite binds at most 32,766 values)."""
 
 FINISHED = {Status.PROCESSED.value: "processed", Status.ERROR.value: "error", Status.CANCELLED.value: "cancelled"}
 """The finished statuses, and the batch counter each one adds to."""
@@ -194,46 +194,45 @@ def _quarantined(sender: Any, *, alias: str, headers: Any, status: str, now: dat
 
 
 def replaced_by_merge(
-    alias: str, model: type[QueueItem], queue: str, staged: QuerySet[Any], *, idempotent: bool
+    alias: str, model: type[QueueItem], queue: str, staged: QuerySet[Any], replaced: Sequence[int] | None
 ) -> list[Move]:
     """The members of open batches that a merge of the ``staged`` rows replaces (locked), as moves out of their
     batch: a Spark sync that changes a message still waiting in an earlier sync's batch takes it out of that one.
 
+    ``replaced``: on an idempotent queue, the ids of the stored rows for which a staged message has other JSON
+    (:meth:`~nexus_queues.backends.base.Backend.staged_with_other_json`; only those are locked, and only those
+    whose newest staged JSON differs move); None on a queue that stores every staged message again.
     Batches already complete keep their final counts: only the open batches of the queue are looked up, so a
-    sync of rows whose batches completed reads no more rows than without batches. On an idempotent queue only
-    the members whose newest staged JSON differs are locked: a re-sync of unchanged rows locks none.
+    sync of rows whose batches completed reads no more rows than without batches.
     """
     open_ids = set(
         Batch.objects.using(alias).filter(queue=queue, completed_at__isnull=True).values_list("pk", flat=True)
     )
     if not open_ids:
         return []
-    staged = staged.filter(reject__isnull=True)
-    members = model.objects.using(alias).filter(
-        message_id__in=staged.values("message_id"), headers__has_key=BATCH_HEADER
-    )
-    if not idempotent:
-        return _moves_out(members, open_ids)
-    newest = dict(staged.order_by("position").values_list("message_id", "message_hash").iterator(CHUNK))
-    stored = members.values_list("pk", "message_id", "message_hash")
-    differing = sorted(pk for pk, id_, hash_ in stored if newest[id_] != hash_)
-    moves = []
-    for start in range(0, len(differing), CHUNK):  # in pk order, as every locker of many rows takes them
-        chunk = model.objects.using(alias).filter(pk__in=differing[start : start + CHUNK])
-        moves += _moves_out(chunk, open_ids, lambda id_, hash_: newest[id_] != hash_)
+    staged, stored = staged.filter(reject__isnull=True), model.objects.using(alias)
+    if replaced is None:
+        members = _locked_members(stored.filter(message_id__in=staged.values("message_id")), open_ids)
+        return [(batch, status, None) for _, batch, status, _ in members]
+    moves: list[Move] = []
+    for start in range(0, len(replaced), CHUNK):  # ascending ids, as every locker of many rows takes them
+        members = _locked_members(stored.filter(pk__in=replaced[start : start + CHUNK]), open_ids)
+        newest = dict(
+            staged.filter(message_id__in=[member[0] for member in members])
+            .order_by("position")
+            .values_list("message_id", "message_hash")
+        )  # the last staged of an id wins
+        moves += [(batch, status, None) for message_id, batch, status, hash_ in members if newest[message_id] != hash_]
     return moves
 
 
-def _moves_out(
-    rows: QuerySet[Any], open_ids: set[int], replaced: Callable[[str, str], bool] = lambda id_, hash_: True
-) -> list[Move]:
-    """The ``rows`` of open batches that are ``replaced`` (by their message id and hash, read under their lock),
-    locked, as moves out of their batch."""
-    locked = rows.select_for_update().order_by("pk").values_list("message_id", "headers", "status", "message_hash")
+def _locked_members(rows: QuerySet[Any], open_ids: set[int]) -> list[tuple[str, int, str, str]]:
+    """The message id, batch, status and hash of the ``rows`` (locked) that are members of an open batch."""
+    locked = rows.filter(headers__has_key=BATCH_HEADER).select_for_update().order_by("pk")
     return [
-        (batch, status, None)
-        for message_id, headers, status, hash_ in locked
-        if (batch := batch_of(headers)) in open_ids and replaced(message_id, hash_)
+        (message_id, batch, status, hash_)
+        for message_id, headers, status, hash_ in locked.values_list("message_id", "headers", "status", "message_hash")
+        if (batch := batch_of(headers)) in open_ids
     ]
 
 

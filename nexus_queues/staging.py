@@ -165,13 +165,9 @@ def merge(
     default = backend.default_status(model)
     if batch is not None:
         staged = staging_model(table)._default_manager.using(alias).filter(token__in=tokens)
-        moves = membership.replaced_by_merge(
-            alias,
-            model,
-            message_class.queue_name(),
-            staged,
-            idempotent=options.idempotent and message_class.has_identity,
-        )
+        idempotent = options.idempotent and message_class.has_identity
+        replaced = backend.staged_with_other_json(model, table, tokens) if idempotent else None
+        moves = membership.replaced_by_merge(alias, model, message_class.queue_name(), staged, replaced)
         membership.record(alias, moves, timezone.now())
     joins = None if batch is None else batch.pk
     if message_class.has_identity:

@@ -276,6 +276,15 @@ class Backend(Session):
             while rows := cursor.fetchmany(1000):
                 yield from (row[0] for row in rows)
 
+    def staged_with_other_json(self, model: type[QueueItem], table: str, tokens: Sequence[int]) -> list[int]:
+        """The ids, ascending, of ``model``'s stored rows for which a message staged under ``tokens`` has other JSON."""
+        sql = self.sql.STAGED_OTHER_JSON.format(
+            staging=self.quote(table), queue=self.quote(model._meta.db_table), tokens=marks(tokens)
+        )
+        with self.cursor() as cursor:
+            cursor.execute(sql, list(tokens))
+            return sorted(row[0] for row in cursor.fetchall())
+
     def staged_headers(self, column: str, batch: int | None) -> str:
         """The expression of staged ``column``'s headers as the merge stores them: naming ``batch`` (an id) if any."""
         headers = self.sql.JSON_FROM_TEXT.format(column)

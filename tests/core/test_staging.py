@@ -86,6 +86,19 @@ def test_merge__into_a_batch_leaves_unchanged_members_of_an_open_batch_unlocked(
     assert stored(Product, "B").headers["nexus_batch"] == later.pk
 
 
+def test_merge__into_a_batch_keeps_a_member_whose_newest_staged_message_is_unchanged(db: None) -> None:
+    """A message staged twice, changed then as stored: the last staged wins, so it stays in the earlier batch."""
+    merged(Product, [Product(sku="A", name="A")], batched=True)
+    earlier = Batch.objects.get()
+
+    counts = merged(Product, [Product(sku="A", name="Changed"), Product(sku="A", name="A")], batched=True)
+
+    assert counts == MergeCounts(unchanged=1, superseded=1)
+    earlier.refresh_from_db()
+    assert (earlier.total, Batch.objects.count()) == (1, 1)
+    assert (stored(Product, "A").message.name, stored(Product, "A").headers["nexus_batch"]) == ("A", earlier.pk)
+
+
 def test_merge__leaves_a_leased_unchanged_message_to_its_worker(db: None) -> None:
     """A merge that waited on a row that was then leased with the staged message leaves the lease to its worker."""
     enqueue(Product(sku="A", name="Old"))

@@ -120,6 +120,11 @@ RETURNING {columns}""",
         "The rejects staged under some tokens, in position order.",
         "SELECT reject FROM {staging} WHERE token IN ({tokens}) AND reject IS NOT NULL ORDER BY position",
     )
+    STAGED_OTHER_JSON = Statement(
+        "The ids of the stored rows for which a message staged under some tokens has other JSON.",
+        """SELECT DISTINCT q.id FROM {staging} s JOIN {queue} q ON q.message_id = s.message_id
+ WHERE s.token IN ({tokens}) AND s.reject IS NULL AND q.message_hash <> s.message_hash""",
+    )
     HEADERS_IN_BATCH = Statement(
         "Staged headers that name batch {batch}, so that the merge stores its messages as the batch's members "
         "(MariaDB/MySQL and SQLite both say JSON_SET).",
