@@ -194,14 +194,15 @@ def _quarantined(sender: Any, *, alias: str, headers: Any, status: str, now: dat
 
 
 def replaced_by_merge(
-    alias: str, model: type[QueueItem], queue: str, staged: QuerySet[Any], replaced: Sequence[int] | None
+    alias: str, model: type[QueueItem], queue: str, staged: QuerySet[Any], replaced: Callable[[], Sequence[int]] | None
 ) -> list[Move]:
     """The members of open batches that a merge of the ``staged`` rows replaces (locked), as moves out of their
     batch: a Spark sync that changes a message still waiting in an earlier sync's batch takes it out of that one.
 
-    ``replaced``: on an idempotent queue, the ids of the stored rows for which a staged message has other JSON
-    (:meth:`~nexus_queues.backends.base.Backend.staged_with_other_json`; only those are locked, and only those
-    whose newest staged JSON differs move); None on a queue that stores every staged message again.
+    ``replaced``: on an idempotent queue, what gives the ids of the stored rows for which a staged message has other
+    JSON (:meth:`~nexus_queues.backends.base.Backend.staged_with_other_json`, asked only when a batch is open; only
+    those rows are locked, and only those whose newest staged JSON differs move); None on a queue that stores every
+    staged message again.
     Batches already complete keep their final counts: only the open batches of the queue are looked up, so a
     sync of rows whose batches completed reads no more rows than without batches.
     """
@@ -215,8 +216,9 @@ def replaced_by_merge(
         members = _locked_members(stored.filter(message_id__in=staged.values("message_id")), open_ids)
         return [(batch, status, None) for _, batch, status, _ in members]
     moves: list[Move] = []
-    for start in range(0, len(replaced), CHUNK):  # ascending ids, as every locker of many rows takes them
-        members = _locked_members(stored.filter(pk__in=replaced[start : start + CHUNK]), open_ids)
+    ids = replaced()
+    for start in range(0, len(ids), CHUNK):  # ascending ids, as every locker of many rows takes them
+        members = _locked_members(stored.filter(pk__in=ids[start : start + CHUNK]), open_ids)
         newest = dict(
             staged.filter(message_id__in=[member[0] for member in members])
             .order_by("position")

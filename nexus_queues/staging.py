@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.apps.registry import Apps
@@ -166,15 +167,14 @@ def merge(
     if batch is not None:
         staged = staging_model(table)._default_manager.using(alias).filter(token__in=tokens)
         idempotent = options.idempotent and message_class.has_identity
-        replaced = backend.staged_with_other_json(model, table, tokens) if idempotent else None
+        replaced = partial(backend.staged_with_other_json, model, table, tokens) if idempotent else None
         moves = membership.replaced_by_merge(alias, model, message_class.queue_name(), staged, replaced)
         membership.record(alias, moves, timezone.now())
-    joins = None if batch is None else batch.pk
+    joins, now = None if batch is None else batch.pk, timezone.now()
     if message_class.has_identity:
-        now = timezone.now()
         counts = backend.merge_staged(model, table, tokens, default, now, idempotent=options.idempotent, batch=joins)
     else:
-        counts = backend.append_staged(model, table, tokens, default, timezone.now(), joins)
+        counts = backend.append_staged(model, table, tokens, default, now, joins)
     if batch is not None:
         written = counts.new + counts.changed + (0 if options.idempotent else counts.unchanged)
         _settle(alias, batch, model, staged, written)
