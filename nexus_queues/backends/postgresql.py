@@ -166,7 +166,7 @@ class PostgresBackend(Backend):
             if items is None:
                 raise
             return list(finish.ids), items
-        done = list(rows[0][-1])
+        done = next(list(row[-1]) for row in rows if row[-1] is not None)  # one row carries them
         return done, self._recorded(claim, run, [row[:-1] for row in rows if row[0] is not None])
 
     def _finishing(self, finish: Finish) -> tuple[str, list[Any]]:

@@ -34,6 +34,17 @@ class ErrorsItsOwnRow(OneByOne, abstract=True):
         super().process(message)
 
 
+class ThreeAtATimeErrorsFour(GreetingJob, abstract=True):
+    """Greetings three per run; an operator sets the row of greeting 4 to Error while its run goes on."""
+
+    batch_size = 3
+
+    def process(self, message: Greeting) -> None:
+        if message.times == 4:
+            update_status(Greeting, Status.ERROR, message__times=4)
+        super().process(message)
+
+
 class StopsAtTwo(OneByOne, abstract=True):
     """Stops its worker (as SIGTERM does) while greeting 2 runs."""
 
@@ -94,6 +105,19 @@ def test_drain__a_lease_lost_before_the_next_claim_is_left_and_told(reported, ca
     assert list(Greeting.queue_model.objects.values_list("pk", "status")) == [(lost, Status.ERROR)]
     assert f"Lease lost on 1 message(s) [{lost}]" in caplog.text
     assert finished_runs() == [(1, 1), (1, 0), (1, 1)]
+
+
+def test_drain__runs_of_several_messages_are_acknowledged_row_by_row(reported, caplog):
+    """Runs of three: the claim that carries a run's acknowledgement reports which of its rows it finished (PostgreSQL
+    returns them once, with the first claimed row), so the lease lost in the middle of a run is the one told and left,
+    and each run counts its own."""
+    enqueue_many(greetings(9))
+    lost = Greeting.queue_model.objects.values_list("pk", flat=True)[4]
+    with caplog.at_level(logging.WARNING, logger="nexus_queues"):
+        Worker(job_classes=[ThreeAtATimeErrorsFour], burst=True, listen=False).run()
+    assert list(Greeting.queue_model.objects.values_list("pk", "status")) == [(lost, Status.ERROR)]
+    assert f"Lease lost on 1 message(s) [{lost}]" in caplog.text
+    assert finished_runs() == [(3, 3), (3, 2), (3, 3)]
 
 
 def test_drain__a_stopped_worker_acknowledges_its_last_run(reported):
