@@ -43,7 +43,8 @@ class ProcessCommand(BaseCommand):
         """Run ``loop`` until it ends: the first SIGTERM or SIGINT stops it gracefully; a burst's end for want of a
         database, or of its tables, is a one-line error (exit status 1, for cron)."""
         stop_on_signals(loop.stop)
-        _freeze_startup_objects()
+        if getattr(self, "_called_from_command_line", False):  # the process is this command's, not a call_command()'s
+            _freeze_startup_objects()
         try:
             loop.run()
         except (DatabaseUnavailable, NotMigrated) as exc:
