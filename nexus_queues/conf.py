@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
 
 from .exceptions import ConfigurationError
 from .setting_types import count, time
@@ -155,7 +156,9 @@ def current_names(given: dict[str, Any]) -> dict[str, Any]:
 
 
 class LazySettings:
-    """Reads ``settings.<setting>`` (a dict) on each access, so ``override_settings`` works.
+    """Reads ``settings.<setting>`` (a dict) when first asked for a name, then keeps the value until Django says the
+    setting changed (``override_settings`` and pytest-django's ``settings`` do): checking the whole dict on every
+    access cost each enqueue and each claim several microseconds a setting.
 
     ``defaults`` is a frozen dataclass: its fields are the known names with their defaults.
     ``removed`` maps names that were removed to why, so a project that still sets one is told; ``renamed`` maps old
@@ -172,6 +175,12 @@ class LazySettings:
         self._removed = removed or {}
         self._renamed = renamed or {}
         self._old_name = {new: old for old, new in self._renamed.items()}
+        setting_changed.connect(self._changed)
+
+    def _changed(self, *, setting: str, **kwargs: Any) -> None:
+        if setting == self._setting:
+            for name in self._names:  # the values kept as attributes, found before __getattr__ is asked
+                self.__dict__.pop(name, None)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._names:
@@ -190,9 +199,13 @@ class LazySettings:
                 f"Known: {', '.join(sorted(self._names))}."
             )
         old = self._old_name.get(name)
-        value = self._renamed_value(user, old, name) if old in user else user.get(name, getattr(self._defaults, name))
-        return tuple(value) if isinstance(getattr(self._defaults, name), tuple) else value
+        if old in user:  # not kept: each read of an old name warns
+            return self._typed(name, self._renamed_value(user, old, name))
+        value = self.__dict__[name] = self._typed(name, user.get(name, getattr(self._defaults, name)))
+        return value
 
+    def _typed(self, name: str, value: Any) -> Any:
+        return tuple(value) if isinstance(getattr(self._defaults, name), tuple) else value
 
     def _renamed_value(self, user: dict[str, Any], old: Any, name: str) -> Any:
         if name in user:
