@@ -95,29 +95,23 @@ def test_drain__each_claim_carries_the_last_runs_acknowledgement(reported):
     assert finished_runs() == [(1, 1)] * 6
 
 
-def test_drain__a_lease_lost_before_the_next_claim_is_left_and_told(reported, caplog):
+@pytest.mark.parametrize(
+    ("job", "count", "lost_at", "runs"),
+    [(ErrorsItsOwnRow, 3, 1, [(1, 1), (1, 0), (1, 1)]), (ThreeAtATimeErrorsFour, 9, 4, [(3, 3), (3, 2), (3, 3)])],
+    ids=["runs of one", "runs of three"],
+)
+def test_drain__a_lease_lost_before_the_next_claim_is_left_and_told(reported, caplog, job, count, lost_at, runs):
     """A row an operator changed while its job ran is not completed by the acknowledgement the next claim carries:
-    it stays Error, the lost lease is logged, its run counts none processed; the others are processed."""
-    enqueue_many(greetings(3))
-    lost = Greeting.queue_model.objects.values_list("pk", flat=True)[1]
+    it stays Error, the lost lease is logged, its run counts it unprocessed; the others are processed. In runs of
+    several, the claim reports which of its rows it finished (PostgreSQL returns them once, with the first claimed
+    row), so the lease lost in the middle of a run is the one told and left."""
+    enqueue_many(greetings(count))
+    lost = Greeting.queue_model.objects.values_list("pk", flat=True)[lost_at]
     with caplog.at_level(logging.WARNING, logger="nexus_queues"):
-        Worker(job_classes=[ErrorsItsOwnRow], burst=True, listen=False).run()
+        Worker(job_classes=[job], burst=True, listen=False).run()
     assert list(Greeting.queue_model.objects.values_list("pk", "status")) == [(lost, Status.ERROR)]
     assert f"Lease lost on 1 message(s) [{lost}]" in caplog.text
-    assert finished_runs() == [(1, 1), (1, 0), (1, 1)]
-
-
-def test_drain__runs_of_several_messages_are_acknowledged_row_by_row(reported, caplog):
-    """Runs of three: the claim that carries a run's acknowledgement reports which of its rows it finished (PostgreSQL
-    returns them once, with the first claimed row), so the lease lost in the middle of a run is the one told and left,
-    and each run counts its own."""
-    enqueue_many(greetings(9))
-    lost = Greeting.queue_model.objects.values_list("pk", flat=True)[4]
-    with caplog.at_level(logging.WARNING, logger="nexus_queues"):
-        Worker(job_classes=[ThreeAtATimeErrorsFour], burst=True, listen=False).run()
-    assert list(Greeting.queue_model.objects.values_list("pk", "status")) == [(lost, Status.ERROR)]
-    assert f"Lease lost on 1 message(s) [{lost}]" in caplog.text
-    assert finished_runs() == [(3, 3), (3, 2), (3, 3)]
+    assert finished_runs() == runs
 
 
 def test_drain__a_stopped_worker_acknowledges_its_last_run(reported):
