@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import batches, membership, signals
+from . import batches, cycle_collector, membership, signals
 from .backends import Backend, EnqueueRow, backend_for
 from .conf import settings
 from .exceptions import InvalidArgument, InvalidMessage, UnstorableValue
@@ -128,11 +128,27 @@ def enqueue_many(
     joining = membership.current()
     headers = membership.headers_for(joining, message_class.queue_name(), headers)
     placement = resolve_placement(at, delay, status, expires_at, headers)
+    backend = backend_for(message_class.queue_options.database)
+    with cycle_collector.held():  # a row per message, none in a cycle: their reference counts free them
+        result = _store_many(backend, message_class, messages, placement, joining, start_processing, return_ids)
+    signals.send(signals.enqueued, message_class, backend.alias, result=result)
+    return result
+
+
+def _store_many(
+    backend: Backend,
+    message_class: type[QueueMessage],
+    messages: list[QueueMessage],
+    placement: Placement,
+    joining: Batch | None,
+    start_processing: bool,
+    return_ids: bool,
+) -> EnqueueResult:
+    """:func:`enqueue_many`'s rows, made and stored in one transaction."""
     now = timezone.now()
     rows = _Rows(messages, placement, now)
     if start_processing:
         rows.make_all()  # a message that cannot be stored raises before the job's start request is stored
-    backend = backend_for(message_class.queue_options.database)
     backend.budget().check(rows)
     notify = start_processing or settings.NOTIFY
 
@@ -153,9 +169,7 @@ def enqueue_many(
             return _with_ids(message_class, result) if return_ids else result
 
     _start(message_class, start_processing)
-    result = retried(backend.alias, store)
-    signals.send(signals.enqueued, message_class, backend.alias, result=result)
-    return result
+    return retried(backend.alias, store)
 
 
 def check_size(message: QueueMessage) -> None:

@@ -3,11 +3,9 @@ them into the queue in one transaction or throw them away (driver)."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -17,7 +15,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 from pyspark import TaskContext
 
-from ... import batches, signals, staging
+from ... import batches, cycle_collector, signals, staging
 from ...exceptions import InvalidArgument, StreamCheckpointChanged, TooManyRejects
 from ...messages import QueueMessage
 from ...registry import registry
@@ -69,7 +67,7 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     stager = RowStager(message_class, staging.new_token(), partition, timezone.now(), staging.budget(alias))
     rows, clock = 0, _Stopwatch()
     for batch in clock.each("reading", batches):
-        with cycle_collector_held():
+        with cycle_collector.held():  # a batch's rows, none in a cycle
             staged = clock.timed("validating", stager.rows, batch)
             clock.timed("writing", staging.stage, alias, table, staged)
         rows += len(staged)
@@ -84,23 +82,6 @@ def stage(options: WriteOptions, table: str, batches: Iterator[pa.RecordBatch]) 
     )
     query = (context.getLocalProperty(QUERY_ID) if context else None) or ""
     return Staged(stager.token, rows - stager.rejected, stager.rejected, query, partition)
-
-
-@contextmanager
-def cycle_collector_held() -> Iterator[None]:
-    """Python's cycle collector off for the body, as it was after.
-
-    A batch's rows make hundreds of thousands of objects that hold no cycles (freed by their reference
-    counts), and the collector, triggered by their number, walked them and every object Django, Spark
-    and pyarrow had made, several times a batch: a quarter of the CPU time of staging.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Stopwatch:
