@@ -6,10 +6,11 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from functools import partial
+from typing import NamedTuple
 
 from django.db import reset_queries
 from django.db.models import Max, Q
@@ -45,6 +46,17 @@ from .wakeups import Wakeups
 logger = logging.getLogger("nexus_queues.worker")
 
 PEEK_DELAY_RANGE = (timedelta(milliseconds=100), timedelta(seconds=10))
+
+
+class Drained(NamedTuple):
+    """What a sweep's drain of one queue did."""
+
+    leased: int
+    more: bool
+    """May the queue hold more messages than it leased: sweep again at once?"""
+
+
+NOTHING = Drained(0, more=False)
 
 
 def check_peek_delay(delay: timedelta) -> None:
@@ -105,7 +117,7 @@ class Worker:
             activity=lambda: "stopping" if self.stopping else self._activity, runs=self.lease_renewal.in_hand,
         )
         self._next_tidy = -math.inf
-        self._woken: set[str] = set()
+        self._woken: Set[str] = frozenset()
         self._enabled: tuple[float, list[type[QueueJob]]] = (-math.inf, [])  # read on the first sweep
         self._start_requests: dict[str, datetime] = {}
         self._timetables: dict[str, QueueTimetable] = {}
@@ -133,13 +145,14 @@ class Worker:
             self.time_limits.start()
             self.presence.start()
             pool = self._pool()
+            woken: set[str] = set()
             while not self.stopping:
                 self._activity = "working"
-                pause = self.sweep(pool)
+                pause = self.sweep(pool, woken)
                 if pause is None:
                     break
                 self._activity = "sleeping"
-                self._woken = self.wakeups.wait(pause) if pause > 0 else set()
+                woken = self.wakeups.wait(pause) if pause > 0 else set()
         finally:
             if pool is not None:
                 _shut_down(pool, self.concurrency)
@@ -156,12 +169,14 @@ class Worker:
             return ThreadPoolExecutor(self.concurrency, thread_name_prefix="nexus-job")
         return None
 
-    def sweep(self, pool: ThreadPoolExecutor | None = None) -> float | None:
+    def sweep(self, pool: ThreadPoolExecutor | None = None, woken: Set[str] = frozenset()) -> float | None:
         """One sweep over the jobs; the seconds to sleep (0: go on at once), or None when a burst is done.
+        ``woken``: the queues a wake-up named since the last sweep.
 
         Each queue's work is its own: a queue that fails is logged by name and backs off, the others go on.
         """
         started = self.clock()
+        self._woken = woken
         reset_queries()  # with DEBUG on, Django would keep every query of a long-running process
         self._housekeeping()
         pause = self.dispatcher.step() if self.dispatcher is not None else math.inf
@@ -173,11 +188,11 @@ class Worker:
         except DATABASE_ERRORS as exc:
             reset_connections()
             return self._failed(self.breaker, exc)
-        worked = False
+        more = False
         for job in enabled:
             if self._due(job, now):
-                worked |= self._drain_scheduled(job, pool)
-        if worked:
+                more |= self._drain_scheduled(job, pool)
+        if more:
             return 0
         backing_off = [b.waiting() for b in map(self._breaker, enabled) if b.failures]
         rates = until_rates_open([job.message_class for job in enabled], timezone.now())  # not the peek delay
@@ -194,12 +209,12 @@ class Worker:
         return timetable is None or timetable.due(now, self._start_requests.get(job.message_class.queue_name()))
 
     def _drain_scheduled(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
-        """:meth:`_drain_queue`; a scheduled job's drain ends when it leases nothing."""
-        worked = self._drain_queue(job, pool)
+        """:meth:`_drain_queue`; a scheduled job's drain ends when it leases nothing. True to sweep again at once."""
+        drained = self._drain_queue(job, pool)
         timetable = self._timetables.get(job.message_class.queue_name())
-        if timetable is not None and not worked and not self._breaker(job).failures:  # a failing drain goes on
+        if timetable is not None and not drained.leased and not self._breaker(job).failures:  # a failing one goes on
             timetable.ran_dry()
-        return worked
+        return drained.more
 
     def _next_tick(self) -> datetime:
         """The next tick still to come (a switched-off queue's passed tick waits for it to be switched on)."""
@@ -260,19 +275,19 @@ class Worker:
                     last_run = None
                 self._timetables[queue] = QueueTimetable(schedule, last_run or EPOCH)
 
-    def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
-        """:meth:`_drain` unless the queue is backing off after a failure; True if any were leased."""
+    def _drain_queue(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> Drained:
+        """:meth:`_drain` unless the queue is backing off after a failure."""
         breaker = self._breaker(job)
         if breaker.waiting() > 0:
-            return False
+            return NOTHING
         try:
-            worked = self._drain(job, pool)
+            drained = self._drain(job, pool)
         except Exception as exc:  # the queue's own, e.g. its table cannot be read: the other queues go on
             reset_connections()
             self._failed(breaker, exc)
-            return False
+            return NOTHING
         breaker.success()
-        return worked
+        return drained
 
     def _failed(self, breaker: CircuitBreaker, exc: Exception) -> float:
         """Record the failure; the pause before the next try. A burst worker gives up instead once that try would
@@ -291,15 +306,17 @@ class Worker:
     def _peek(self, job: type[QueueJob]) -> int:
         return job.message_class.queue_items().pending()[: self.max_peek].count()
 
-    def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> bool:
-        """Runs for the peeked messages, at most ``concurrency`` at once; True if any were leased.
+    def _drain(self, job: type[QueueJob], pool: ThreadPoolExecutor | None) -> Drained:
+        """Runs for the peeked messages, at most ``concurrency`` at once.
 
-        A queue just named by a wake-up is leased at once: its peek would only cost a round trip.
+        A queue just named by a wake-up is leased at once: its peek would only cost a round trip. When that run
+        leases less than a batch the queue is dry, and a message stored since wakes the worker again: no peek
+        follows (without a wake-up, one does at once, for the messages stored meanwhile).
         """
         woken = job.message_class.queue_name() in self._woken
         runs = 1 if woken else math.ceil(self._peek(job) / job.batch_size)
         if pool is None:
-            leased = 0
+            leased, dry = 0, False
             acknowledgement = None  # each run's, written with the next run's claim
             try:
                 for _ in range(runs):
@@ -307,15 +324,17 @@ class Worker:
                         break
                     got, acknowledgement = run_chained(job, self.lease_renewal, self.time_limits, acknowledgement)
                     leased += got
-                    if got < job.batch_size:
+                    if dry := got < job.batch_size:
                         break
             finally:
                 if acknowledgement is not None:
                     acknowledgement.write()  # the last run's, which no claim follows
-            return leased > 0
-        return self._drain_concurrently(job, pool, runs)
+        else:
+            leased, dry = self._drain_concurrently(job, pool, runs)
+        return Drained(leased, more=leased > 0 and not (woken and dry))
 
-    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, runs: int) -> bool:
+    def _drain_concurrently(self, job: type[QueueJob], pool: ThreadPoolExecutor, runs: int) -> tuple[int, bool]:
+        """Leased, and whether a run leased less than a batch."""
         running: set[Future[int]] = set()
         leased = 0
         starved = False
@@ -331,7 +350,7 @@ class Worker:
                     starved |= got < job.batch_size
         finally:
             wait(running)  # never leave a run unacknowledged behind a failure
-        return leased > 0
+        return leased, starved
 
 
 def _ahead(last_run: datetime, job: type[QueueJob], now: datetime) -> bool:

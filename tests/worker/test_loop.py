@@ -6,7 +6,9 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import (
@@ -31,6 +33,8 @@ from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Digest, Greeting, Inventory, Product
 
 pytestmark = pytest.mark.django_db(transaction=True)
+PEEK = "SELECT COUNT(*) FROM (SELECT"
+"""How the worker's peek at a queue's Pending messages begins."""
 
 
 class Unprintable(Exception):
@@ -217,6 +221,34 @@ def test_worker__a_queue_that_fails_backs_off_alone(clock, caplog):
     assert worker.sweep() == 0
     assert not Greeting.queue_model.objects.exists()
     assert "Queue greetings recovered after 1 failure(s)." in caplog.text
+
+
+@pytest.mark.engines("postgresql", "mysql")
+def test_worker__a_woken_queue_that_ran_dry_sleeps_without_a_peek(clock):
+    """A wake-up's run that leases less than a batch found the queue dry, and a message stored later wakes the worker
+    again: the sweep sleeps, with no peek (COUNT) after the run. A run that leases a whole batch sweeps again at once,
+    and that sweep peeks for the rest."""
+    worker = Worker(job_classes=[PingJob], periodic_job_classes=[], clock=clock)
+    worker.wakeups.connect()
+    try:
+        worker.sweep()  # the first sweep's housekeeping and settings, on an empty queue
+        enqueue(Ping(n=1))
+        woken = worker.wakeups.wait(5)
+        with CaptureQueriesContext(connection) as queries:
+            pause = worker.sweep(woken=woken)
+        assert pause is not None and pause > 0
+        assert not Ping.queue_model.objects.exists()
+        assert [q["sql"] for q in queries.captured_queries if q["sql"].startswith(PEEK)] == []
+
+        enqueue_many([Ping(n=n) for n in range(PingJob.batch_size + 1)])
+        assert worker.sweep(woken=worker.wakeups.wait(5)) == 0
+        assert Ping.queue_model.objects.count() == 1
+        with CaptureQueriesContext(connection) as queries:
+            worker.sweep()
+        assert not Ping.queue_model.objects.exists()
+        assert any(q["sql"].startswith(PEEK) for q in queries.captured_queries)
+    finally:
+        worker.wakeups.close()
 
 
 def test_worker__housekeeping_runs_once_per_interval(clock):
