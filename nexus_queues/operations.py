@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.migrations.operations import AddIndex
 from django.db.migrations.operations.base import Operation
 
 from .backends import backend_for
@@ -49,3 +50,26 @@ class AddMessageSearchIndex(Operation):
         table = model._meta.db_table
         for sql in getattr(backend_for(alias), statements)(table, index_name(table, "search")):
             schema_editor.execute(sql)
+
+
+class AddIndexWithoutBlocking(AddIndex):
+    """``AddIndex`` that lets the table's writers go on while the index is built where the engine can: PostgreSQL
+    builds it ``CONCURRENTLY``, so its migration must say ``atomic = False``. Elsewhere it is ``AddIndex``."""
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(
+            schema_editor.connection.alias, model
+        ):
+            schema_editor.add_index(model, self.index, concurrently=True)
+        else:
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(
+            schema_editor.connection.alias, model
+        ):
+            schema_editor.remove_index(model, self.index, concurrently=True)
+        else:
+            super().database_backwards(app_label, schema_editor, from_state, to_state)

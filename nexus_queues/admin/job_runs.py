@@ -3,9 +3,12 @@ tick, outcome and traceback."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -14,10 +17,15 @@ from django.utils.http import urlencode
 
 from ..exceptions import NotRegistered
 from ..jobs.control import outcome
+from ..jobs.periodic_jobs import periodic_jobs
+from ..jobs.queue_jobs import jobs
 from ..models import JobRun
 from ..registry import registry
 from .changelist import RecordAdmin
 from .sites import admin_url
+
+CORRELATION_ID = re.compile(r"[0-9a-f]{32}")
+"""A run's correlation id, as the worker makes it and its log lines show it."""
 
 
 def with_seconds(moment: datetime | None) -> str:
@@ -39,18 +47,53 @@ def outcome_badge(run: JobRun) -> str:
     return format_html('<span class="nexus-outcome nexus-outcome-{}">{}</span>', found, found)
 
 
+class RegisteredFilter(admin.SimpleListFilter):
+    """Runs by one column's value, the choices from the code's registries: listing the values the runs hold read
+    the whole table on every page."""
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[JobRun]) -> QuerySet[JobRun]:
+        value = self.value()
+        return queryset.filter(**{str(self.parameter_name): value}) if value else queryset
+
+
+class QueueFilter(RegisteredFilter):
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[JobRun]) -> list[tuple[str, str]]:
+        return [(name, name) for name in sorted(c.queue_name() for c in registry)]
+
+
+class JobFilter(RegisteredFilter):
+    title = "job"
+    parameter_name = "job"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[JobRun]) -> list[tuple[str, str]]:
+        return [(name, name) for name in sorted({j.name() for j in jobs} | {j.name() for j in periodic_jobs})]
+
+
 class JobRunAdmin(RecordAdmin):
     """Browse job runs by queue, job, time and correlation id."""
 
     # Few, narrow columns, so that the list fits a 1400 px window beside the side bar and the filters.
     # The correlation id is the started time's title there (and searchable).
     list_display = ("started", "took", "job_label", "outcome_label", "queue", "message_counts", "worker_link")
-    list_filter = ("queue", "job", ("started_at", admin.DateFieldListFilter))
+    list_filter = (QueueFilter, JobFilter, ("started_at", admin.DateFieldListFilter))
     search_fields = ("=correlation_id", "job")
     fields = ("job", "queue", "outcome_label", "tick_time", "started", "finished", "worker_link", "correlation_id",
               "leased", "processed", "errors", "rescheduled", "messages", "error_text")
     readonly_fields = ("outcome_label", "tick_time", "started", "finished", "worker_link", "messages", "error_text")
     show_full_result_count = False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[JobRun], search_term: str
+    ) -> tuple[QuerySet[JobRun], bool]:
+        """A correlation id pasted from a log line is looked up in its unique index: on millions of runs, the search
+        of every field (case-insensitive, so no index) read the whole table. Other words search as usual."""
+        term = search_term.strip().lower()
+        if CORRELATION_ID.fullmatch(term):
+            return queryset.filter(correlation_id=term), False
+        return super().get_search_results(request, queryset, search_term)
 
     @admin.display(description="started at", ordering="started_at")
     def started(self, run: JobRun) -> str:

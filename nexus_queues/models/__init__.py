@@ -229,7 +229,11 @@ class JobRun(models.Model):
     class Meta:
         db_table = "nexus_job_run"
         ordering = ("-started_at",)
-        indexes = [models.Index(fields=["queue", "started_at"], name="nx_jobrun_queue_started")]
+        indexes = [
+            models.Index(fields=["queue", "started_at"], name="nx_jobrun_queue_started"),
+            # The admin's list, newest first (started_at, then id): without it each page sorted the whole table.
+            models.Index(fields=["started_at", "id"], name="nx_jobrun_started"),
+        ]
         constraints = [models.UniqueConstraint(fields=["job", "tick"], name="nx_jobrun_job_tick")]
 
     def __str__(self) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from nexus_queues.models import JobRun, WorkerProcess
 
@@ -55,3 +57,56 @@ def test_job_run_admin__worker_links_to_its_process(admin_client: Client) -> Non
     assert link in html
     processes = admin_client.get("/admin/nexus_queues/workerprocess/?host=web-1.example&pid=4242")
     assert [p.host for p in processes.context["cl"].result_list] == ["web-1.example"]
+
+
+def test_job_run_admin__a_correlation_id_is_found_through_its_index(admin_client: Client) -> None:
+    """A correlation id pasted from a log line (any case, spaces around) finds its run by an exact comparison, which
+    the unique index serves, not the case-insensitive search of every field; other words still search the job."""
+    wanted = "0123456789abcdef0123456789abcdef"
+    periodic_run(correlation_id=wanted)
+    periodic_run(correlation_id="fedcba9876543210fedcba9876543210", job="tests.testapp.jobs.Other")
+
+    with CaptureQueriesContext(connection) as queries:
+        found = admin_client.get("/admin/nexus_queues/jobrun/", {"q": f" {wanted.upper()} "}).context["cl"]
+    assert [run.correlation_id for run in found.result_list] == [wanted]
+    searches = [q["sql"] for q in queries.captured_queries if "nexus_job_run" in q["sql"] and wanted in q["sql"]]
+    assert searches and not [sql for sql in searches if "UPPER" in sql or "LIKE" in sql]
+    by_job = admin_client.get("/admin/nexus_queues/jobrun/", {"q": "Other"}).context["cl"]
+    assert [run.job for run in by_job.result_list] == ["tests.testapp.jobs.Other"]
+
+
+def test_job_run_admin__filters_offer_the_registered_queues_and_jobs_without_reading_the_runs(
+    admin_client: Client,
+) -> None:
+    """The queue and job filters offer what the code registers (a queue that never ran too), not the values the
+    runs hold, which read the whole table on every page; choosing one narrows the list."""
+    periodic_run()
+    JobRun.objects.create(job="tests.testapp.jobs.PingJob", queue="pings", correlation_id="c" * 32, worker="host:1",
+                          started_at=STARTED)
+
+    with CaptureQueriesContext(connection) as queries:
+        listed = admin_client.get("/admin/nexus_queues/jobrun/").context["cl"]
+    assert [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"]] == []
+    choices = {str(spec.title): [str(c["display"]) for c in spec.choices(listed)] for spec in listed.filter_specs}
+    assert {"greetings", "pings"} <= set(choices["queue"])
+    assert {HEARTBEAT, "tests.testapp.jobs.PingJob", "tests.testapp.jobs.GreetingJob"} <= set(choices["job"])
+    pings = admin_client.get("/admin/nexus_queues/jobrun/", {"queue": "pings"}).context["cl"]
+    assert [run.job for run in pings.result_list] == ["tests.testapp.jobs.PingJob"]
+    heartbeats = admin_client.get("/admin/nexus_queues/jobrun/", {"job": HEARTBEAT}).context["cl"]
+    assert [run.correlation_id for run in heartbeats.result_list] == ["cid-heartbeat"]
+
+
+@pytest.mark.engines("postgresql")
+def test_job_run_admin__list_newest_first_reads_an_index(admin_client: Client) -> None:
+    """The list's order (started_at, then id, newest first) is an index's: a page reads its rows from the index
+    (here with sequential scans priced out, as on a table of millions) rather than sorting the whole table."""
+    for n in range(3):
+        periodic_run(correlation_id=f"cid-{n}", tick=STARTED + timedelta(minutes=n))
+    with CaptureQueriesContext(connection) as queries:
+        admin_client.get("/admin/nexus_queues/jobrun/")
+    listed = next(q["sql"] for q in queries.captured_queries if "ORDER BY" in q["sql"] and "nexus_job_run" in q["sql"])
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {listed}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "nx_jobrun_started" in plan and "Sort" not in plan, plan

@@ -7,7 +7,7 @@ Creates (and afterwards drops, unless KEEPDB=1) the test database ``test_<name>`
 ``enqueue_many`` (COPY) in batches, makes 1,000 rows Error and 1,000 OnHold, runs VACUUM ANALYZE as
 autovacuum would, logs in a superuser and prints milliseconds per page (median and worst of REPEAT
 requests after one warm-up): change list, status filters, search, a far page, a message's change view,
-and the queue's health check.
+and the queue's health check; then as many job runs (by SQL), their list and a search by correlation id and by job.
 """
 
 import os
@@ -32,6 +32,7 @@ from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from nexus_queues import enqueue_many, queue_health  # noqa: E402
+from nexus_queues.models import JobRun  # noqa: E402
 from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.testapp.queues import Greeting  # noqa: E402
 
@@ -41,6 +42,19 @@ REPEAT = int(os.environ.get("REPEAT", 7))
 KEEPDB = os.environ.get("KEEPDB") == "1"
 """KEEPDB=1 keeps the filled database for the next run (and reuses it)."""
 URL = "/admin/testapp/greetingqueueitem/"
+
+
+def fill_runs(rows: int) -> float:
+    """``rows`` job runs of the greetings' job, by SQL; correlation ids as the worker makes them (32 hex digits)."""
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {JobRun._meta.db_table} (job, queue, correlation_id, worker, started_at, finished_at, "
+            "leased, processed, errors, rescheduled, error) SELECT 'tests.testapp.jobs.GreetingJob', 'greetings', "
+            "md5(g::text), 'host:1', now() - g * interval '1 second', now(), 1, 1, 0, 0, '' "
+            "FROM generate_series(1, %s) g", [rows])
+        cursor.execute(f"VACUUM ANALYZE {JobRun._meta.db_table}")
+    return time.perf_counter() - started
 
 
 def fill(rows: int) -> float:
@@ -105,6 +119,16 @@ def main() -> None:
         print(f"{'page':40} {'median ms':>10} {'worst ms':>10}   ({REPEAT} requests each)")
         calls = {name: page(client, url) for name, url in pages.items()}
         calls["health check (queue_health)"] = lambda: queue_health(Greeting)
+        if JobRun.objects.count() != ROWS:
+            JobRun.objects.all().delete()
+            print(f"filled {ROWS:,} job runs in {fill_runs(ROWS):.1f} s (SQL)")
+        runs = "/admin/nexus_queues/jobrun/"
+        correlation_id = JobRun.objects.order_by("id")[ROWS // 3 : ROWS // 3 + 1].get().correlation_id
+        calls |= {name: page(client, url) for name, url in {
+            "job runs: list": runs,
+            "job runs: search, a correlation id": f"{runs}?q={correlation_id}",
+            "job runs: search, a job (Greeting)": f"{runs}?q=Greeting",
+        }.items()}  # fmt: skip
         for name, call in calls.items():
             median, worst = timed(call)
             print(f"{name:40} {median:10.1f} {worst:10.1f}")
