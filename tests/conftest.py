@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 from django.apps import apps
-from django.db import connection
+from django.db import connection, connections
+from pytest_django import DjangoDbBlocker
 
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
@@ -25,6 +26,15 @@ pytest_plugins = ["tests.browser"]
 
 SERVERS = {"postgresql": ("PostgreSQL", 5432, "POSTGRES_URL"), "mysql": ("MariaDB", 3306, "MARIADB_URL")}
 """Each database server's name, default port, and the variable that points tox's run at another one."""
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[None]:
+    """pytest-django's test databases, every alias's connection closed before they are dropped: the ``queues``
+    alias (the same database) kept its session open, and PostgreSQL refused to drop a database in use."""
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
