@@ -58,18 +58,17 @@ class AddIndexWithoutBlocking(AddIndex):
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         model = to_state.apps.get_model(app_label, self.model_name)
-        if schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(
-            schema_editor.connection.alias, model
-        ):
-            schema_editor.add_index(model, self.index, concurrently=True)
-        else:
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
+        if not self._concurrently(schema_editor, model):
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        schema_editor.add_index(model, self.index, concurrently=True)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         model = from_state.apps.get_model(app_label, self.model_name)
-        if schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(
-            schema_editor.connection.alias, model
-        ):
-            schema_editor.remove_index(model, self.index, concurrently=True)
-        else:
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
+        if not self._concurrently(schema_editor, model):
+            return super().database_backwards(app_label, schema_editor, from_state, to_state)
+        schema_editor.remove_index(model, self.index, concurrently=True)
+
+    def _concurrently(self, schema_editor: Any, model: Any) -> bool:
+        """On PostgreSQL, for a model this database migrates (else ``AddIndex`` does what it would: nothing)."""
+        alias = schema_editor.connection.alias
+        return schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(alias, model)
