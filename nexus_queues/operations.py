@@ -69,6 +69,6 @@ class AddIndexWithoutBlocking(AddIndex):
         schema_editor.remove_index(model, self.index, concurrently=True)
 
     def _concurrently(self, schema_editor: Any, model: Any) -> bool:
-        """On PostgreSQL, for a model this database migrates (else ``AddIndex`` does what it would: nothing)."""
+        """Where the engine can, for a model this database migrates (else ``AddIndex`` does what it would: nothing)."""
         alias = schema_editor.connection.alias
-        return schema_editor.connection.vendor == "postgresql" and self.allow_migrate_model(alias, model)
+        return backend_for(alias).features.builds_indexes_without_blocking and self.allow_migrate_model(alias, model)

@@ -35,6 +35,10 @@ class Features:
     claims_while_acknowledging: ClassVar[bool] = False
     """Can that statement also claim (and record) the queue's next run, so that a worker's runs cost one each?"""
 
+    builds_indexes_without_blocking: ClassVar[bool] = False
+    """Can a migration build an index while the table's writers go on (``CREATE INDEX CONCURRENTLY``, outside a
+    transaction)?"""
+
 
 class PostgresFeatures(Features):
     """PostgreSQL: LISTEN/NOTIFY wake-ups from every host, SKIP LOCKED claims."""
@@ -45,6 +49,7 @@ class PostgresFeatures(Features):
     writes_json_lines = True
     acknowledges_in_one_statement = True
     claims_while_acknowledging = True
+    builds_indexes_without_blocking = True
 
 
 class MySQLFeatures(Features):
