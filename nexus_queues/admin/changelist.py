@@ -1,4 +1,4 @@
-"""A change list for big queue tables: it reads one page and counts no further than it must."""
+"""A change list for big tables (queues, job runs): it reads one page and counts no further than it must."""
 
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ class RecordAdmin(admin.ModelAdmin):
         return False
 
 
-class QueueChangeList(CheckedChangeList):
-    """Reads the page plus one row; counts only when there is more, and then only up to a limit."""
+class BigTableChangeList(CheckedChangeList):
+    """Reads the page plus one row; counts only when there is more, and then only up to the admin's
+    ``count_limit``. Its template shows previous and next links, not page numbers (``paginator.html``)."""
 
     has_next_page = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -21,7 +22,7 @@ from ..jobs.periodic_jobs import periodic_jobs
 from ..jobs.queue_jobs import jobs
 from ..models import JobRun
 from ..registry import registry
-from .changelist import RecordAdmin
+from .changelist import BigTableChangeList, RecordAdmin
 from .sites import admin_url
 
 CORRELATION_ID = re.compile(r"[0-9a-f]{32}")
@@ -84,6 +85,11 @@ class JobRunAdmin(RecordAdmin):
               "leased", "processed", "errors", "rescheduled", "messages", "error_text")
     readonly_fields = ("outcome_label", "tick_time", "started", "finished", "worker_link", "messages", "error_text")
     show_full_result_count = False
+    count_limit = 10_000
+    """The list counts its runs up to this many (it reads one page, and counts only when there is a next one)."""
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[BigTableChangeList]:
+        return BigTableChangeList
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[JobRun], search_term: str

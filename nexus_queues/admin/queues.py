@@ -26,7 +26,7 @@ from ..serialization import canonical_json, json_hash, unstorable_text
 from ..status import Status
 from ..updates import set_default_status
 from .actions import cancel_messages, delete_messages, not_row_ids, set_custom_status, set_pending
-from .changelist import QueueChangeList
+from .changelist import BigTableChangeList
 from .examples import example_message
 from .filters import BatchFilter, HasErrorFilter, StatusFilter
 from .forms import (
@@ -230,8 +230,8 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
         """Message ids only where the queue has identity, so the search can use the text index alone."""
         return self.search_fields if self.model.message_class.has_identity else ("message",)
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[QueueChangeList]:
-        return QueueChangeList
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[BigTableChangeList]:
+        return BigTableChangeList
 
     def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
         """Write only what the operator changed, and only while the row is as the form showed it, so

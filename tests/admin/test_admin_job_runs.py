@@ -110,3 +110,23 @@ def test_job_run_admin__list_newest_first_reads_an_index(admin_client: Client) -
         cursor.execute(f"EXPLAIN {listed}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "nx_jobrun_started" in plan and "Sort" not in plan, plan
+
+
+def test_job_run_admin__list_counts_no_further_than_its_limit(admin_client: Client) -> None:
+    """The list reads a page and one row more; it counts only when there is a next page, and then reads at most
+    ``count_limit`` rows, as the queues' lists do: the whole table's count was a scan of every run on each page."""
+    JobRun.objects.bulk_create(
+        JobRun(job=HEARTBEAT, correlation_id=f"cid-{n}", worker="host:1", started_at=STARTED + timedelta(seconds=n))
+        for n in range(101)
+    )
+    with CaptureQueriesContext(connection) as queries:
+        html = admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert len(counts) == 1 and "LIMIT 10001" in counts[0], counts
+    assert 'rel="next"' in html and "101 job runs" in html
+
+    JobRun.objects.filter(correlation_id__in=["cid-0", "cid-1"]).delete()
+    with CaptureQueriesContext(connection) as queries:
+        html = admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
+    assert [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()] == []
+    assert 'rel="next"' not in html and "99 job runs" in html
