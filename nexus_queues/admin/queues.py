@@ -100,7 +100,6 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
     search_fields: ClassVar[tuple[str, ...]] = ("message_id__exact", "message")
     search_help_text = "Text inside the message JSON, or an exact message id."
     ordering = ("id",)
-    show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     actions = (set_pending, cancel_messages, set_custom_status, delete_messages)
     count_limit = 10_000

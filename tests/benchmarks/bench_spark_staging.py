@@ -14,7 +14,6 @@ Creates and afterwards drops the test database ``test_<name>``.
 """
 
 import argparse
-import gc
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ django.setup()
 import pyarrow.parquet as pq  # noqa: E402
 
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
-from nexus_queues import staging  # noqa: E402
+from nexus_queues import cycle_collector, staging  # noqa: E402
 from nexus_queues.contrib.spark.rows import RowStager  # noqa: E402
 from tests.benchmarks.databases import bench_databases  # noqa: E402
 
@@ -61,15 +60,14 @@ def main(args: argparse.Namespace) -> None:
     table = pq.read_table(args.input).slice(0, args.rows)
     batches = table.to_batches(max_chunksize=10_000)
     staging.create("default", TABLE)
-    gc.disable()  # as a sync's task holds the collector per batch
     runs: dict[str, list[dict[str, float]]] = {"row by row": [], "a batch at a time": []}
-    for _ in range(args.rounds):
-        per_row, rows = stage(batches, whole_batches=False)
-        whole, same = stage(batches, whole_batches=True)
-        assert rows == same, "the two paths staged different rows"
-        runs["row by row"].append(per_row)
-        runs["a batch at a time"].append(whole)
-    gc.enable()
+    with cycle_collector.held():  # as a sync's task holds it per batch
+        for _ in range(args.rounds):
+            per_row, rows = stage(batches, whole_batches=False)
+            whole, same = stage(batches, whole_batches=True)
+            assert rows == same, "the two paths staged different rows"
+            runs["row by row"].append(per_row)
+            runs["a batch at a time"].append(whole)
     print(f"{table.num_rows} demo products, {args.rounds} rounds, CPU µs per row (medians); load {os.getloadavg()}")
     for name, seconds in runs.items():
         steps = {step: statistics.median(run[step] for run in seconds) * 1e6 / table.num_rows for step in seconds[0]}
