@@ -2,7 +2,8 @@
 
 Django turns psycopg's preparing off; these cursors bind on the server and prepare the statements
 they run (with ``PREPARED_STATEMENTS``), and Django's cursor wrapper around them applies
-``execute_wrapper`` and, with ``DEBUG`` or ``CaptureQueriesContext``, the query log.
+``execute_wrapper`` and, with ``DEBUG`` or ``CaptureQueriesContext``, the query log. A connection
+keeps its psycopg cursor between calls: a worker woken from its sleep pays for each object it makes.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from functools import cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 NEVER_BY_COUNT = 1 << 62
 """A psycopg ``prepare_threshold`` no statement reaches: only those executed with ``prepare=True`` are prepared."""
+_idle: WeakKeyDictionary[BaseDatabaseWrapper, dict[tuple[bool, bool], Any]] = WeakKeyDictionary()
+"""Per Django connection, its psycopg cursors not in use, by ``prepare`` and whether they load times with
+psycopg's loader (``USE_TZ``)."""
 
 
 @cache
@@ -49,9 +54,24 @@ def prepared_cursor(connection: BaseDatabaseWrapper, prepare: bool) -> Iterator[
 
     With ``prepare`` its statements are prepared, so the server parses and plans each enqueue,
     lease and acknowledgement once per connection (planning the lease alone costs more than
-    running it). Driver errors still become Django's.
+    running it). Driver errors still become Django's. The psycopg cursor is the one the
+    connection's last call used, unless a call still uses it (a call within this one's block).
     """
     connection.ensure_connection()
+    driver_connection = connection.connection
+    idle = _idle.setdefault(connection, {})
+    kind = (prepare, connection.timezone is not None)
+    raw = idle.pop(kind, None)
+    if raw is None or raw.connection is not driver_connection:
+        raw = _new_cursor(connection, prepare)
+    connection.validate_thread_sharing()
+    try:
+        yield LoggedCursor(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
+    finally:
+        idle[kind] = raw
+
+
+def _new_cursor(connection: BaseDatabaseWrapper, prepare: bool) -> Any:
     driver_connection = connection.connection
     if prepare and driver_connection.prepare_threshold is None:
         # Django turns psycopg's preparing off (None); a threshold never reached turns it back on
@@ -63,10 +83,7 @@ def prepared_cursor(connection: BaseDatabaseWrapper, prepare: bool) -> Iterator[
         # Django's own loader parses each time in Python and then replaces its zone (a lease reads four of them
         # a row, ten times psycopg's cost); the session's TimeZone is Django's, so psycopg's gives the same moment.
         raw.adapters.register_loader("timestamptz", _native_timestamptz_loader())
-    connection.validate_thread_sharing()
-    wrapped = LoggedCursor(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
-    with wrapped as cursor:
-        yield cursor
+    return raw
 
 
 class LoggedCursor(CursorDebugWrapper):
