@@ -84,6 +84,7 @@ class JobRunAdmin(RecordAdmin):
     fields = ("job", "queue", "outcome_label", "tick_time", "started", "finished", "worker_link", "correlation_id",
               "leased", "processed", "errors", "rescheduled", "messages", "error_text")
     readonly_fields = ("outcome_label", "tick_time", "started", "finished", "worker_link", "messages", "error_text")
+    show_facets = admin.ShowFacets.NEVER  # a count per filter choice, several reading every run, on each page
     count_limit = 10_000
     """The list counts its runs up to this many (it reads one page, and counts only when there is a next one)."""
 

@@ -130,3 +130,13 @@ def test_job_run_admin__list_counts_no_further_than_its_limit(admin_client: Clie
         html = admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
     assert [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()] == []
     assert 'rel="next"' not in html and "99 job runs" in html
+
+
+def test_job_run_admin__offers_no_facet_counts(admin_client: Client) -> None:
+    """No "Show counts" link, and ``?_facets`` counts nothing: each filter choice's count would read the runs (the
+    job's has no index), several counts a page on a table of millions, as the queues' lists."""
+    periodic_run()
+    assert "_facets" not in admin_client.get("/admin/nexus_queues/jobrun/").content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        admin_client.get("/admin/nexus_queues/jobrun/?_facets=True")
+    assert [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()] == []
