@@ -39,6 +39,10 @@ class Features:
     """Can a migration build an index while the table's writers go on (``CREATE INDEX CONCURRENTLY``, outside a
     transaction)?"""
 
+    makes_pattern_indexes: ClassVar[bool] = False
+    """Does Django's schema editor give each unique or indexed text column a second index, for ``LIKE 'prefix%'``
+    (PostgreSQL's ``..._like``)?"""
+
 
 class PostgresFeatures(Features):
     """PostgreSQL: LISTEN/NOTIFY wake-ups from every host, SKIP LOCKED claims."""
@@ -50,6 +54,7 @@ class PostgresFeatures(Features):
     acknowledges_in_one_statement = True
     claims_while_acknowledging = True
     builds_indexes_without_blocking = True
+    makes_pattern_indexes = True
 
 
 class MySQLFeatures(Features):
