@@ -58,18 +58,13 @@ _NO_LEASE = (("lease_expires_at", None),)
 _NO_ERROR = (("error_type", ""), ("error_message", ""), ("error_traceback", ""))
 
 
-def processed(now: datetime) -> Change:
-    """Processed: the message becomes the previous version, lease and error cleared."""
+def processed(now: datetime, *, identity: bool) -> Change:
+    """Processed, lease and error cleared; in a queue with ``identity`` the message becomes the previous version
+    (elsewhere no later version of it comes, and the row would hold its message twice)."""
+    previous = (("previous_message", Column("message")),) if identity else ()
     return Change(
         "processed",
-        (
-            ("status", Status.PROCESSED),
-            ("previous_message", Column("message")),
-            ("processed_at", now),
-            ("updated_at", now),
-            *_NO_LEASE,
-            *_NO_ERROR,
-        ),
+        (("status", Status.PROCESSED), *previous, ("processed_at", now), ("updated_at", now), *_NO_LEASE, *_NO_ERROR),
     )
 
 

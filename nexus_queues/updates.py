@@ -41,10 +41,12 @@ def mark_processed(
 
     ``fields``: fields of the items (a job's results) saved on their kept rows in the same fenced write.
     """
-    change = changes.processed(now or timezone.now())
+    now = now or timezone.now()
     done: list[QueueItem] = []
     for lease in _leases(items):
-        keeps = lease.model.message_class.queue_options.keeps_processed
+        message_class = lease.model.message_class
+        change = changes.processed(now, identity=message_class.has_identity)
+        keeps = message_class.queue_options.keeps_processed
         done += _changed(lease, _change(lease, change, fields) if keeps else _delete(lease))
     signals.send_items(signals.processed, done)
     return [item.pk for item in done]
@@ -94,7 +96,7 @@ def finishing(
         return None
     run.finished_at = now
     seconds = (now - run.started_at).total_seconds()
-    change = changes.processed(now)
+    change = changes.processed(now, identity=model.message_class.has_identity)
     written = _with_fields(backend, change, items[0], fields) if keeps else None
     finish = Finish(model, [item.pk for item in items], run, QueueMinute, minute_of(now), seconds, written)
     return Finishing(finish, items, change)

@@ -124,11 +124,11 @@ class SleepingFactory(ItemFactory):
 
 
 class ProcessedFactory(ItemFactory):
-    """A Processed row, kept as its own previous version."""
+    """A Processed row, kept as its own previous version in a queue with identity."""
 
     status = Status.PROCESSED
     correlation_id = factory.LazyFunction(lambda: uuid.uuid4().hex)
-    previous_message = F("message")
+    previous_message = factory.LazyAttribute(lambda row: F("message") if row.queue.has_identity else None)
     processed_at = factory.LazyFunction(timezone.now)
     attempts = 1
 

@@ -59,6 +59,7 @@ def test_processed_factory__keeps_its_message_as_the_previous_version():
     row = ProcessedFactory.create(queue=Product, message=ProductFactory(sku="A", name="chair"))
     assert (row.previous_message.sku, row.previous_message.name) == ("A", "chair")
     assert row.processed_at is not None
+    assert ProcessedFactory.create(queue=Greeting).previous_message is None  # no identity: no previous version
 
 
 def test_error_factory__holds_the_exception():

@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import uuid
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
@@ -34,7 +35,8 @@ from nexus_queues.exceptions import (
 )
 from nexus_queues.failures import MAX_MESSAGE_LENGTH, MAX_TRACEBACK_LENGTH
 from nexus_queues.limits import EARLIEST_DATETIME, LATEST_DATETIME
-from nexus_queues.updates import retry_later
+from nexus_queues.models import JobRun
+from nexus_queues.updates import finishing, retry_later, write_finishing
 from tests.factories import AuditFactory, GreetingFactory, InventoryFactory, PriceFactory, ProductFactory
 from tests.races import together
 from tests.testapp.queues import Audit, Greeting, Inventory, Product
@@ -61,6 +63,28 @@ def test_mark_processed__keeps_row_and_previous_version():
     assert row.status == Status.PROCESSED and row.previous_message == item.message
     assert row.processed_at is not None and row.lease_expires_at is None
     assert item.status == Status.PROCESSED
+
+
+def test_mark_processed__without_identity_holds_the_message_once():
+    """A queue without identity never stores a later version of a message: its Processed row keeps no previous one
+    (the message's second copy in every kept row, and in the WAL)."""
+    enqueue_many(AuditFactory.build_batch(2), status=Status.PENDING)
+    items = lease(Audit, 2)
+    assert mark_processed(items)
+    assert list(Audit.queue_model.objects.values_list("status", "previous_message")) == [(Status.PROCESSED, None)] * 2
+    assert [item.previous_message for item in items] == [None, None]
+
+
+@pytest.mark.engines("postgresql")
+def test_finishing__without_identity_holds_the_message_once():
+    """The same through a worker's one-statement acknowledgement."""
+    enqueue_many(AuditFactory.build_batch(2), status=Status.PENDING)
+    run = JobRun(job="audit", queue="audits", correlation_id=uuid.uuid4().hex, worker="h:1", started_at=timezone.now())
+    items = lease(Audit, 2, correlation_id=run.correlation_id, run=run)
+    ready = finishing(items, run, now=timezone.now())
+    assert ready is not None
+    write_finishing(ready)
+    assert list(Audit.queue_model.objects.values_list("status", "previous_message")) == [(Status.PROCESSED, None)] * 2
 
 
 def test_previous_message__is_the_last_processed_version():
