@@ -13,6 +13,9 @@ in Error), then times, in turn for ``--rounds`` rounds on one SparkSession (``lo
                message as its JSON text), counted and hashed the same way
   nexus_error  the nexus read narrowed by ``.option("status", "Error")`` (in the database's query), beside
                jdbc_error, JDBC's ``where(status == "Error")`` (pushed down)
+  spark_side   the nexus read's own Arrow batches, read once before the rounds and kept in files, given to Spark
+               by a Python data source that only opens them: what Spark spends on a Python source's batches
+               (Arrow into the JVM, the hash), with no database and no parsing
 
 Spark's JDBC driver is Debian's ``libpostgresql-jdbc-java`` (``apt-get install libpostgresql-jdbc-java``):
 without the jar the JDBC figures are left out, and the bench says so.
@@ -23,8 +26,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -37,14 +41,21 @@ django.setup()
 from datetime import UTC, datetime  # noqa: E402
 from decimal import Decimal  # noqa: E402
 
+import pyarrow as pa  # noqa: E402
 from django.db import connection  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
+from pyspark.sql.types import StructType  # noqa: E402
 
 from demo_project.shop.prices import Price  # noqa: E402
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
 from nexus_queues import enqueue  # noqa: E402
 from nexus_queues.contrib.spark import session  # noqa: E402
+from nexus_queues.contrib.spark.executors import DjangoSetup  # noqa: E402
+from nexus_queues.contrib.spark.options import read_options  # noqa: E402
+from nexus_queues.contrib.spark.reading import QueueReader  # noqa: E402
+from nexus_queues.contrib.spark.schema import spark_schema  # noqa: E402
 from tests.benchmarks.databases import bench_databases  # noqa: E402
 
 QUEUE = ProductUpdated.queue_model._meta.db_table
@@ -118,6 +129,46 @@ def readers(spark: SparkSession, args: argparse.Namespace, jdbc: bool) -> dict[s
     return found
 
 
+class ArrowFiles(DataSource):
+    """``spark.read.format("arrow_files").option("folder", ...)``: one partition per Arrow file of ``folder``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arrow_files"
+
+    def schema(self) -> StructType:
+        return spark_schema(ProductUpdated)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return ArrowFilesReader(self.options["folder"])
+
+
+class ArrowFilesReader(DataSourceReader):
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(str(path)) for path in sorted(Path(self.folder).glob("*.arrow"))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        with pa.ipc.open_file(partition.value) as batches:
+            for i in range(batches.num_record_batches):
+                yield batches.get_batch(i)
+
+
+def spark_side(spark: SparkSession, args: argparse.Namespace, folder: str) -> DataFrame:
+    """The nexus reader's batches of every partition, read here once and written to ``folder``, read back by Spark."""
+    options = read_options({"queue": "product_updates", "partitions": str(args.partitions)})
+    reader = QueueReader.plan(options, spark_schema(ProductUpdated), DjangoSetup.of_this_process())
+    for i, partition in enumerate(reader.partitions()):
+        batches = list(reader.read(partition))
+        with pa.ipc.new_file(Path(folder) / f"{i:04d}.arrow", batches[0].schema) as file:
+            for batch in batches:
+                file.write_batch(batch)
+    spark.dataSource.register(ArrowFiles)
+    return spark.read.format("arrow_files").option("folder", folder).load()
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
@@ -136,23 +187,25 @@ def main(args: argparse.Namespace) -> None:
     spark = session("local[2]", **conf, **({"spark.jars": args.jdbc_jar} if jdbc else {}))
     spark.sparkContext.setLogLevel("ERROR")
     frames = readers(spark, args, jdbc)
-    print(f"{args.rows} products, {args.partitions} partitions, local[2]; {uptime()}", flush=True)
-    seconds: dict[str, list[float]] = {name: [] for name in frames}
-    for _ in range(args.rounds):
-        for name, df in frames.items():
-            took, rows = timed(made(df))
-            expected = args.rows if not name.endswith("_error") else args.rows // 100
-            assert rows == expected, f"{name} read {rows} rows, not {expected}"
-            seconds[name].append(took)
-            print(f"  {name:12s} {took:6.1f} s", flush=True)
+    with tempfile.TemporaryDirectory(prefix="nexus_read_bench_") as folder:
+        frames["spark_side"] = spark_side(spark, args, folder)
+        print(f"{args.rows} products, {args.partitions} partitions, local[2]; {uptime()}", flush=True)
+        seconds: dict[str, list[float]] = {name: [] for name in frames}
+        for _ in range(args.rounds):
+            for name, df in frames.items():
+                took, rows = timed(made(df))
+                expected = args.rows if not name.endswith("_error") else args.rows // 100
+                assert rows == expected, f"{name} read {rows} rows, not {expected}"
+                seconds[name].append(took)
+                print(f"  {name:12s} {took:6.2f} s", flush=True)
     spark.stop()
     rates = {}
     for name, runs in seconds.items():
         rows = args.rows if not name.endswith("_error") else args.rows // 100
         rates[name] = rows / statistics.median(runs)
-        print(f"{name:12s} {rates[name]:10.0f} rows/s  median {statistics.median(runs):6.1f} s")
+        print(f"{name:12s} {rates[name]:10.0f} rows/s  median {statistics.median(runs):6.2f} s")
     print(uptime())
-    for faster, slower in (("nexus", "jdbc"), ("nexus_error", "jdbc_error")):
+    for faster, slower in (("nexus", "jdbc"), ("nexus_error", "jdbc_error"), ("spark_side", "jdbc")):
         if faster in rates and slower in rates:
             print(f"{faster} / {slower}: {rates[faster] / rates[slower]:.2f}")
 
