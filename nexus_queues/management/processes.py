@@ -1,4 +1,5 @@
-"""The base of the commands that run a process (worker, dispatch loop): a database that is down is theirs to judge."""
+"""The base of the commands that run a process (worker, dispatch loop, RabbitMQ consumer): a database that is down
+is theirs to judge."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .stopping import stop_on_signals
 
 
 class Loop(Protocol):
-    """A process's loop: a worker's or the dispatch loop's."""
+    """A process's loop: a worker's, the dispatch loop's or a RabbitMQ consumer's."""
 
     def run(self) -> None: ...
 

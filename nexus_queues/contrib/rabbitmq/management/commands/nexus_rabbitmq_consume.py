@@ -6,11 +6,11 @@ import argparse
 import logging
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from nexus_queues.exceptions import InvalidMode, NotRegistered, SourceNotFound
 from nexus_queues.management.arguments import at_least
-from nexus_queues.management.stopping import stop_on_signals
+from nexus_queues.management.processes import ProcessCommand
 from nexus_queues.registry import registry
 from nexus_queues.worker import logs
 
@@ -36,7 +36,7 @@ def quiet_pika(verbosity: int) -> None:
         pika_logger.setLevel(logging.CRITICAL)
 
 
-class Command(BaseCommand):
+class Command(ProcessCommand):
     help = (
         "Consume an AMQP queue into a nexus queue: each body is validated by the queue's message class, stored, "
         "committed, and only then acknowledged. Invalid bodies are dead-lettered to <from>.invalid or rejected "
@@ -60,8 +60,7 @@ class Command(BaseCommand):
             consumer = Consumer(source=options["source"], message_class=message_class, prefetch=options["prefetch"])
         except (NotRegistered, InvalidMode) as exc:
             raise CommandError(str(exc)) from exc
-        stop_on_signals(consumer.stop)
         try:
-            consumer.run()
+            self.run_loop(consumer)
         except SourceNotFound as exc:
             raise CommandError(str(exc)) from exc
