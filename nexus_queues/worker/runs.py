@@ -16,6 +16,7 @@ from django.db import reset_queries, transaction
 from django.utils import timezone
 
 from .. import throughput
+from ..backends.hydration import new
 from ..cancelling import cancelled_among
 from ..conf import settings
 from ..connections import DATABASE_ERRORS, reset_connections
@@ -145,7 +146,7 @@ def worker_name() -> str:
 def _lease(job: type[QueueJob], cid: str, previous: Acknowledgement | None) -> tuple[list[QueueItem], JobRun]:
     options = job.message_class.queue_options
     now = timezone.now()
-    run = JobRun(job=job.name(), queue=options.queue, correlation_id=cid, worker=worker_name(), started_at=now)
+    run = new(JobRun, job=job.name(), queue=options.queue, correlation_id=cid, worker=worker_name(), started_at=now)
     if previous is None:
         items = lease(
             job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run
