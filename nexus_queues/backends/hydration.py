@@ -65,7 +65,8 @@ def items(connection: BaseDatabaseWrapper, model: type[QueueItem], rows: Sequenc
 
 
 def _plainly_built(model: type[Model]) -> bool:
-    """Would ``from_db`` do no more than set the attributes? (No init signal receivers, no own ``__init__``.)"""
+    """Would ``from_db`` and ``__init__`` do no more than set the attributes? (No init signal receivers, no own
+    ``__init__`` or ``from_db``.) :func:`items` and :func:`new` build instances themselves only then."""
     return (
         model.__init__ is Model.__init__
         and model.from_db.__func__ is Model.from_db.__func__  # type: ignore[attr-defined]
