@@ -202,6 +202,11 @@ class TooManyRejects(NexusQueuesError):
     """More rows were rejected than the sync's ``max_rejects`` allows: nothing was stored."""
 
 
+class NoJvmPath(NexusQueuesError):
+    """Spark's JVM cannot reach the database with JDBC (SQLite, a Unix socket, no driver in the session): the Python
+    path runs instead, and the message says why."""
+
+
 # RabbitMQ
 
 

@@ -40,6 +40,9 @@ def main(env: str) -> None:
         service("RabbitMQ", "127.0.0.1", 5672, ["rabbitmq-server", "-detached"])
         if env != "quick":
             package("java", "openjdk-17-jre-headless", "Spark's tests run a real local Spark")
+            for engine, (jar, name) in JDBC_DRIVERS.items():
+                if engine in env:
+                    package(jar, name, "Spark's tests read and write the database with its JDBC driver")
             package(os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium"), "chromium", "the admin's browser tests")
 
 
@@ -71,8 +74,9 @@ def answers(host: str, port: int) -> bool:
 
 
 def package(command: str, name: str, why: str) -> None:
-    """Install Debian's package ``name`` (as root, with apt-get) when ``command`` is missing."""
-    if shutil.which(command) or os.geteuid() != 0 or not shutil.which("apt-get"):
+    """Install Debian's package ``name`` (as root, with apt-get) when ``command`` (or a file of that path) is
+    missing."""
+    if shutil.which(command) or Path(command).is_file() or os.geteuid() != 0 or not shutil.which("apt-get"):
         return
     print(f"provision: installing {name} with apt-get ({why})", flush=True)
     apt = ["apt-get", "-qq", "-o", "DPkg::Lock::Timeout=600"]
@@ -90,6 +94,11 @@ def _mariadb_start() -> list[str]:
     return ["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"]
 
 
+JDBC_DRIVERS = {
+    "postgres": ("/usr/share/java/postgresql.jar", "libpostgresql-jdbc-java"),
+    "mariadb": ("/usr/share/java/mariadb-java-client.jar", "libmariadb-java"),
+}
+"""Each tox engine's JDBC driver for Spark, where Debian's package puts it (``nexus_queues.backends.jdbc``)."""
 SERVERS = {"postgres": ("PostgreSQL", 5432, _postgres_start), "mariadb": ("MariaDB", 3306, _mariadb_start)}
 """Each tox engine's server, its default port, and the command that starts it locally (Debian's)."""
 

@@ -14,6 +14,7 @@ from ..changes import Change
 from .base import Backend
 from .budget import Budget
 from .features import MySQLFeatures
+from .jdbc import MariaDBJdbc
 from .rows import Claim, EnqueueRow, by_message_id
 from .session import chunks, lock_key
 from .statements import marks
@@ -44,6 +45,7 @@ class MySQLBackend(Backend):
 
     features = MySQLFeatures
     sql = MySQLStatements
+    jdbc_driver = MariaDBJdbc
 
     def budget(self) -> Budget:
         """Statements within the session's ``max_allowed_packet``, read from the server once per connection."""

@@ -19,6 +19,7 @@ from . import copy_text
 from .base import CLAIM_STATEMENTS, Backend
 from .cursors import copy_rows, prepared_cursor
 from .features import PostgresFeatures
+from .jdbc import PostgresJdbc
 from .rows import STAGED_COLUMNS, Claim, EnqueueRow, Finish, MergeCounts, StagedRow
 from .session import lock_key
 from .statements.postgresql import PostgresStatements
@@ -40,6 +41,7 @@ class PostgresBackend(Backend):
 
     features = PostgresFeatures
     sql = PostgresStatements
+    jdbc_driver = PostgresJdbc
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:

@@ -17,6 +17,7 @@ from ..changes import Change, Column
 from . import transports
 from .budget import UNLIMITED, Budget
 from .features import Features
+from .jdbc import JdbcDriver
 from .rows import INSERT_COLUMNS, STATUS_INDEX, EnqueueRow
 from .statements import Statements
 from .transports import Listener
@@ -36,6 +37,9 @@ class Session:
 
     sql: ClassVar[type[Statements]] = Statements
     """How the engine says it."""
+
+    jdbc_driver: ClassVar[type[JdbcDriver] | None] = None
+    """How a JVM client (Spark's JDBC reader and writer) reaches the engine; None where none does (SQLite)."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
