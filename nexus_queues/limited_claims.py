@@ -1,5 +1,6 @@
 """Claims under a queue's flow limits: they take turns on the queue's :class:`~.models.LimitTurn` row, count what is
-in use (live leases, starts within the rate's period), and lease no more than the room left, in one transaction.
+in use (live leases, starts within the rate's period), and lease no more than the room left, in one transaction. A
+message whose key field is null or missing belongs to one keyless group, limited as a key is.
 
 A queue without limits never comes here: its claim is the plain one.
 """
@@ -13,11 +14,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Count, Min, Q, QuerySet, Sum, TextField
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Min, Q, QuerySet, Sum
 
 from .backends import Backend, Claim, backend_for
+from .backends.keys import KeyText
 from .flow_limits import FlowLimits
 from .models import LimitedStart, LimitTurn
 from .quarantine import read_around
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 SCAN_AHEAD = 100
 """How many rows past the batch a claim with a key reads, to fill the batch with other keys' rows when the first
-in line share a key (rows of keys already full are skipped in SQL, not read)."""
+in line share a key (rows of keys already full, the keyless group among them, are skipped in SQL, not read)."""
 _OPENS_AT: dict[tuple[str, str], datetime] = {}
 """By (database alias, queue): when the rate that held this process's last claim back lets a message start again."""
 
@@ -44,7 +44,8 @@ class _KeyRoom:
     used: dict[Any, int]
 
     def full(self) -> list[Any]:
-        return [key for key, count in self.used.items() if key is not None and count >= self.limit]
+        """The key values at their limit (None: the keyless group)."""
+        return [key for key, count in self.used.items() if count >= self.limit]
 
     def take(self, key: Any) -> None:
         """Count one more for ``key``."""
@@ -93,9 +94,10 @@ def wake_on_release(message_class: type[QueueMessage]) -> None:
         backend_for(message_class.queue_options.database).notify(message_class.queue_name())
 
 
-def key_of(name: str) -> Cast:
-    """A message field's value as text, the same way on every engine (the key a limit counts by)."""
-    return Cast(KT(f"message__{name}"), output_field=TextField())
+def key_of(name: str) -> KeyText:
+    """A message field's value as text, the same way on every engine (the key a limit counts by); NULL, the keyless
+    group's key, when the field holds a JSON null or is missing."""
+    return KeyText(name)
 
 
 def live_leases(message_class: type[QueueMessage], now: datetime) -> QuerySet[Any]:
@@ -204,8 +206,8 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
     names = [f"nexus_key_{i}" for i in range(len(room.keys))]
     rows = _claimable(backend, claim).annotate(**{n: key_of(k.field) for n, k in zip(names, room.keys, strict=True)})
     for name, keys in zip(names, room.keys, strict=True):
-        if full := keys.full():  # a message without the field (NULL) is not in a full key's IN list, nor out of it
-            rows = rows.filter(Q(**{f"{name}__isnull": True}) | ~Q(**{f"{name}__in": full}))
+        if full := keys.full():
+            rows = rows.filter(_outside(name, full))
     rate_key = claim.model.message_class.queue_options.limits.rate_key
     picked: dict[int, str | None] = {}
     for pk, *values in rows.values_list("pk", *names)[: room.count + SCAN_AHEAD]:
@@ -216,6 +218,16 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
                 keys.take(value)
             picked[pk] = next((v for k, v in zip(room.keys, values, strict=True) if k.field == rate_key), None)
     return picked
+
+
+def _outside(name: str, full: list[Any]) -> Q:
+    """The rows whose key ``name`` holds none of the values in ``full``, None (the keyless group) among them: SQL's
+    NULL is neither in an IN list nor out of it, so it is asked for on its own."""
+    values = [value for value in full if value is not None]
+    others = ~Q(**{f"{name}__in": values}) if values else Q()
+    if None in full:
+        return Q(**{f"{name}__isnull": False}) & others
+    return Q(**{f"{name}__isnull": True}) | others
 
 
 def _record_starts(
