@@ -1,6 +1,6 @@
 """Claims under a queue's flow limits: they take turns on the queue's :class:`~.models.LimitTurn` row, count what is
-in use (live leases, starts within the rate's period), and lease no more than the room left, in one transaction. A
-message whose key field is null or missing belongs to one keyless group, limited as a key is.
+in use (live leases, starts within the rate's period) by the database's clock, and lease no more than the room left,
+in one transaction. A message whose key field is null or missing belongs to one keyless group, limited as a key is.
 
 A queue without limits never comes here: its claim is the plain one.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,8 @@ SCAN_AHEAD = 100
 """How many rows past the batch a claim with a key reads, to fill the batch with other keys' rows when the first
 in line share a key (rows of keys already full, the keyless group among them, are skipped in SQL, not read)."""
 _OPENS_AT: dict[tuple[str, str], datetime] = {}
-"""By (database alias, queue): when the rate that held this process's last claim back lets a message start again."""
+"""By (database alias, queue): when, by this host's clock, the rate that held this process's last claim back lets a
+message start again."""
 
 
 @dataclass
@@ -62,7 +63,7 @@ class _Room:
     count: int
     keys: list[_KeyRoom] = field(default_factory=list)
     opens_at: datetime | None = None
-    """When the rate lets more start, if the rate held this claim back."""
+    """When the rate lets more start, by the database's clock, if the rate held this claim back."""
 
 
 def claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimits) -> list[QueueItem]:
@@ -112,16 +113,19 @@ def starts_within(message_class: type[QueueMessage], now: datetime) -> QuerySet[
     return starts.filter(started_at__gt=now - rate.period) if rate else starts.none()
 
 
-def forget_old_starts(alias: str, now: datetime, keep: timedelta = timedelta(minutes=1)) -> int:
-    """Delete the starts that no rate on ``alias`` counts any longer (older than its period, and ``keep`` for hosts
-    whose clock runs behind); how many."""
-    forgotten = 0
-    for message_class in registry:
-        rate = message_class.queue_options.limits.rate
-        if rate is not None and message_class.queue_options.database == alias:
-            old = LimitedStart.objects.using(alias).filter(queue=message_class.queue_name())
-            forgotten += old.filter(started_at__lt=now - rate.period - keep).delete()[0]
-    return forgotten
+def forget_old_starts(alias: str) -> int:
+    """Delete the starts that no rate on ``alias`` counts any longer (older than its period by the database's
+    clock, which the claims read too); how many."""
+    periods = {
+        c.queue_name(): rate.period
+        for c in registry
+        if c.queue_options.database == alias and (rate := c.queue_options.limits.rate) is not None
+    }
+    if not periods:
+        return 0
+    now = backend_for(alias).database_now()
+    starts = LimitedStart.objects.using(alias)
+    return sum(starts.filter(queue=queue, started_at__lt=now - period).delete()[0] for queue, period in periods.items())
 
 
 def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimits) -> list[QueueItem]:
@@ -130,17 +134,24 @@ def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimit
     with transaction.atomic(using=backend.alias):
         backend.take_write_lock()
         _take_turn(backend.alias, message_class.queue_name())
-        room = _room(message_class, limits, claim)
-        items, keys = _lease(backend, claim, run, room) if room.count > 0 else ([], {})
+        judged = _at(claim, backend.database_now())
+        room = _room(message_class, limits, judged)
+        items, keys = _lease(backend, judged, run, room) if room.count > 0 else ([], {})
         if items and limits.rate is not None:
-            _record_starts(message_class, items, keys, claim.now)
-        if room.opens_at is not None and not _claimable(backend, claim).exists():
+            _record_starts(message_class, items, keys, judged.now)
+        if room.opens_at is not None and not _claimable(backend, judged).exists():
             room.opens_at = None  # the rate holds nothing back: nothing else is Pending
     if room.opens_at is None:
         _OPENS_AT.pop(key, None)
     else:
-        _OPENS_AT[key] = room.opens_at
+        _OPENS_AT[key] = claim.now + (room.opens_at - judged.now)  # by this host's clock, which its worker waits by
     return items
+
+
+def _at(claim: Claim, now: datetime) -> Claim:
+    """``claim`` made at ``now``, the database's clock read once the turn is ours: the windows count by it and the
+    leases start at it, so that no host's clock stretches a limit."""
+    return replace(claim, now=now, lease_until=now + (claim.lease_until - claim.now))
 
 
 def _take_turn(alias: str, queue: str) -> None:
