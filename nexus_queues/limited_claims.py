@@ -1,5 +1,6 @@
 """Claims under a queue's flow limits: they take turns on the queue's :class:`~.models.LimitTurn` row, count what is
-in use (live leases, starts within the rate's period), and lease no more than the room left, in one transaction.
+in use (live leases, starts within the rate's period) by the database's clock, and lease no more than the room left,
+in one transaction. A message whose key field is null or missing belongs to one keyless group, limited as a key is.
 
 A queue without limits never comes here: its claim is the plain one.
 """
@@ -8,16 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Count, Min, Q, QuerySet, Sum, TextField
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Min, Q, QuerySet, Sum
 
 from .backends import Backend, Claim, backend_for
+from .backends.keys import KeyText
 from .flow_limits import FlowLimits
 from .models import LimitedStart, LimitTurn
 from .quarantine import read_around
@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 
 SCAN_AHEAD = 100
 """How many rows past the batch a claim with a key reads, to fill the batch with other keys' rows when the first
-in line share a key (rows of keys already full are skipped in SQL, not read)."""
+in line share a key (rows of keys already full, the keyless group among them, are skipped in SQL, not read)."""
 _OPENS_AT: dict[tuple[str, str], datetime] = {}
-"""By (database alias, queue): when the rate that held this process's last claim back lets a message start again."""
+"""By (database alias, queue): when, by this host's clock, the rate that held this process's last claim back lets a
+message start again."""
 
 
 @dataclass
@@ -44,7 +45,8 @@ class _KeyRoom:
     used: dict[Any, int]
 
     def full(self) -> list[Any]:
-        return [key for key, count in self.used.items() if key is not None and count >= self.limit]
+        """The key values at their limit (None: the keyless group)."""
+        return [key for key, count in self.used.items() if count >= self.limit]
 
     def take(self, key: Any) -> None:
         """Count one more for ``key``."""
@@ -61,7 +63,7 @@ class _Room:
     count: int
     keys: list[_KeyRoom] = field(default_factory=list)
     opens_at: datetime | None = None
-    """When the rate lets more start, if the rate held this claim back."""
+    """When the rate lets more start, by the database's clock, if the rate held this claim back."""
 
 
 def claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimits) -> list[QueueItem]:
@@ -93,9 +95,10 @@ def wake_on_release(message_class: type[QueueMessage]) -> None:
         backend_for(message_class.queue_options.database).notify(message_class.queue_name())
 
 
-def key_of(name: str) -> Cast:
-    """A message field's value as text, the same way on every engine (the key a limit counts by)."""
-    return Cast(KT(f"message__{name}"), output_field=TextField())
+def key_of(name: str) -> KeyText:
+    """A message field's value as text, the same way on every engine (the key a limit counts by); NULL, the keyless
+    group's key, when the field holds a JSON null or is missing."""
+    return KeyText(name)
 
 
 def live_leases(message_class: type[QueueMessage], now: datetime) -> QuerySet[Any]:
@@ -110,16 +113,19 @@ def starts_within(message_class: type[QueueMessage], now: datetime) -> QuerySet[
     return starts.filter(started_at__gt=now - rate.period) if rate else starts.none()
 
 
-def forget_old_starts(alias: str, now: datetime, keep: timedelta = timedelta(minutes=1)) -> int:
-    """Delete the starts that no rate on ``alias`` counts any longer (older than its period, and ``keep`` for hosts
-    whose clock runs behind); how many."""
-    forgotten = 0
-    for message_class in registry:
-        rate = message_class.queue_options.limits.rate
-        if rate is not None and message_class.queue_options.database == alias:
-            old = LimitedStart.objects.using(alias).filter(queue=message_class.queue_name())
-            forgotten += old.filter(started_at__lt=now - rate.period - keep).delete()[0]
-    return forgotten
+def forget_old_starts(alias: str) -> int:
+    """Delete the starts that no rate on ``alias`` counts any longer (older than its period by the database's
+    clock, which the claims read too); how many."""
+    periods = {
+        c.queue_name(): rate.period
+        for c in registry
+        if c.queue_options.database == alias and (rate := c.queue_options.limits.rate) is not None
+    }
+    if not periods:
+        return 0
+    now = backend_for(alias).database_now()
+    starts = LimitedStart.objects.using(alias)
+    return sum(starts.filter(queue=queue, started_at__lt=now - period).delete()[0] for queue, period in periods.items())
 
 
 def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimits) -> list[QueueItem]:
@@ -128,17 +134,24 @@ def _claim(backend: Backend, claim: Claim, run: JobRun | None, limits: FlowLimit
     with transaction.atomic(using=backend.alias):
         backend.take_write_lock()
         _take_turn(backend.alias, message_class.queue_name())
-        room = _room(message_class, limits, claim)
-        items, keys = _lease(backend, claim, run, room) if room.count > 0 else ([], {})
+        judged = _at(claim, backend.database_now())
+        room = _room(message_class, limits, judged)
+        items, keys = _lease(backend, judged, run, room) if room.count > 0 else ([], {})
         if items and limits.rate is not None:
-            _record_starts(message_class, items, keys, claim.now)
-        if room.opens_at is not None and not _claimable(backend, claim).exists():
+            _record_starts(message_class, items, keys, judged.now)
+        if room.opens_at is not None and not _claimable(backend, judged).exists():
             room.opens_at = None  # the rate holds nothing back: nothing else is Pending
     if room.opens_at is None:
         _OPENS_AT.pop(key, None)
     else:
-        _OPENS_AT[key] = room.opens_at
+        _OPENS_AT[key] = claim.now + (room.opens_at - judged.now)  # by this host's clock, which its worker waits by
     return items
+
+
+def _at(claim: Claim, now: datetime) -> Claim:
+    """``claim`` made at ``now``, the database's clock read once the turn is ours: the windows count by it and the
+    leases start at it, so that no host's clock stretches a limit."""
+    return replace(claim, now=now, lease_until=now + (claim.lease_until - claim.now))
 
 
 def _take_turn(alias: str, queue: str) -> None:
@@ -204,8 +217,8 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
     names = [f"nexus_key_{i}" for i in range(len(room.keys))]
     rows = _claimable(backend, claim).annotate(**{n: key_of(k.field) for n, k in zip(names, room.keys, strict=True)})
     for name, keys in zip(names, room.keys, strict=True):
-        if full := keys.full():  # a message without the field (NULL) is not in a full key's IN list, nor out of it
-            rows = rows.filter(Q(**{f"{name}__isnull": True}) | ~Q(**{f"{name}__in": full}))
+        if full := keys.full():
+            rows = rows.filter(_outside(name, full))
     rate_key = claim.model.message_class.queue_options.limits.rate_key
     picked: dict[int, str | None] = {}
     for pk, *values in rows.values_list("pk", *names)[: room.count + SCAN_AHEAD]:
@@ -216,6 +229,16 @@ def _pick(backend: Backend, claim: Claim, room: _Room) -> dict[int, str | None]:
                 keys.take(value)
             picked[pk] = next((v for k, v in zip(room.keys, values, strict=True) if k.field == rate_key), None)
     return picked
+
+
+def _outside(name: str, full: list[Any]) -> Q:
+    """The rows whose key ``name`` holds none of the values in ``full``, None (the keyless group) among them: SQL's
+    NULL is neither in an IN list nor out of it, so it is asked for on its own."""
+    values = [value for value in full if value is not None]
+    others = ~Q(**{f"{name}__in": values}) if values else Q()
+    if None in full:
+        return Q(**{f"{name}__isnull": False}) & others
+    return Q(**{f"{name}__isnull": True}) | others
 
 
 def _record_starts(

@@ -235,7 +235,7 @@ class Worker:
         for alias in sorted(databases):
             _chore(f"the job runs on {alias}", partial(_purge_runs, alias))
             _chore(f"the throughput minutes on {alias}", partial(throughput.fold, alias))
-            _chore(f"the rate limits' old starts on {alias}", partial(forget_old_starts, alias, timezone.now()))
+            _chore(f"the rate limits' old starts on {alias}", partial(forget_old_starts, alias))
         _chore("the old worker processes", forget_processes)
 
     def _enabled_jobs(self, now: datetime) -> list[type[QueueJob]]:

@@ -16,8 +16,8 @@ def test_list_queues__counts_per_status_and_health(admin):
     ItemFactory.for_queue(Greeting, status="Parked")
     queues = {q["name"]: q for q in admin.get("queues").json()}
     assert set(queues) == {
-        "arrivals", "audits", "batch_reports", "beats", "digests", "errands", "greetings", "inventory", "nudges",
-        "pings", "products", "shipments", "visits",
+        "arrivals", "audits", "batch_reports", "beats", "calls", "digests", "errands", "greetings", "inventory",
+        "nudges", "pings", "products", "shipments", "tours", "visits",
         "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
     }
     greetings = queues["greetings"]

@@ -4,12 +4,16 @@ test is tests/worker/test_limits_workers.py)."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from nexus_queues import QueueMessage, Status, enqueue_many, lease, mark_processed, set_status
+from nexus_queues.backends import backend_for
 from nexus_queues.exceptions import ConfigurationError
 from nexus_queues.flow_limits import FlowLimits, Rate, parse_rate
-from nexus_queues.limited_claims import opens_at
+from nexus_queues.limited_claims import forget_old_starts, opens_at
 from nexus_queues.models import JobRun, LimitedStart
 from tests.testapp.more_queues import Beat, Errand, Nudge, Visit
 from tests.testapp.queues import Greeting
@@ -69,17 +73,21 @@ def test_queue_options__refuse_bad_limits_naming_class_and_option(options, probl
 pytestmark = pytest.mark.django_db
 
 
+def earlier(rows, field: str, by: timedelta) -> None:
+    """Move ``rows``' ``field`` back ``by``: for the limits, which read the database's clock, that time passed."""
+    rows.update(**{field: F(field) - by})
+
+
 def test_lease__keeps_to_the_concurrency_limit():
     """At most the limit is Leased at once; a finished or expired lease frees its place."""
     enqueue_many([Errand(n=n) for n in range(5)])
-    now = timezone.now()
-    first = lease(Errand, 10, now=now)
+    first = lease(Errand, 10)
     assert [i.message.n for i in first] == [0, 1]
-    assert lease(Errand, 10, now=now) == []
+    assert lease(Errand, 10) == []
     mark_processed(first[:1])
-    assert [i.message.n for i in lease(Errand, 10, now=now)] == [2]
-    later = now + timedelta(minutes=31)  # the leases ran out: not counted, though not yet Abandoned
-    assert [i.message.n for i in lease(Errand, 10, now=later)] == [3, 4]
+    assert [i.message.n for i in lease(Errand, 10)] == [2]
+    earlier(Errand.queue_items().leased(), "lease_expires_at", timedelta(minutes=31))  # ran out, not yet Abandoned
+    assert [i.message.n for i in lease(Errand, 10)] == [3, 4]
 
 
 def test_lease__an_operator_setting_a_lease_back_to_pending_frees_its_place():
@@ -101,17 +109,26 @@ def test_lease__concurrency_per_key_skips_keys_in_use():
 
 
 def test_lease__keeps_to_the_rate_in_any_window():
-    """At most the rate's starts within any period; the claim says when the window opens again."""
-    enqueue_many([Beat(n=n) for n in range(25)])
+    """At most the rate's starts within any period; the claim says when the window opens again, by this host's
+    clock. Time passes for the window as its starts move back (it reads the database's clock)."""
+    enqueue_many([Beat(n=n) for n in range(30)])
+    starts, half = LimitedStart.objects.filter(queue="beats"), timedelta(milliseconds=500)
+    first = timezone.now()
+    assert len(lease(Beat, 6)) == 6
+    earlier(starts, "started_at", half)
+    second = timezone.now()
+    assert len(lease(Beat, 6)) == 4
     now = timezone.now()
-    assert len(lease(Beat, 6, now=now)) == 6
-    assert len(lease(Beat, 6, now=now + timedelta(milliseconds=500))) == 4
-    assert lease(Beat, 6, now=now + timedelta(milliseconds=999)) == []
-    assert opens_at(Beat) == now + timedelta(seconds=1)
-    assert len(lease(Beat, 20, now=now + timedelta(seconds=1))) == 6  # the first six left the window
-    assert opens_at(Beat) == now + timedelta(milliseconds=1500)
-    assert len(lease(Beat, 20, now=now + timedelta(milliseconds=1500))) == 4
-    assert sum(LimitedStart.objects.filter(queue="beats").values_list("count", flat=True)) == 20
+    assert lease(Beat, 6, now=now) == []
+    # The first six leave the window half a second after they were moved, less the time these claims took.
+    assert now + half - (timezone.now() - first) <= opens_at(Beat) <= now + half
+    earlier(starts, "started_at", half)
+    now = timezone.now()
+    assert len(lease(Beat, 20, now=now)) == 6  # the first six left the window, the next four not yet
+    assert now + half - (timezone.now() - second) <= opens_at(Beat) <= now + half
+    earlier(starts, "started_at", 2 * half)
+    assert len(lease(Beat, 20)) == 10
+    assert sum(starts.values_list("count", flat=True)) == 26
 
 
 def test_lease__a_rate_that_holds_nothing_back_sets_no_wake_up():
@@ -128,7 +145,29 @@ def test_lease__rate_per_key():
     enqueue_many([Nudge(customer=c, n=n) for n, c in enumerate("aaabbc")])
     assert [i.message.n for i in lease(Nudge, 10)] == [0, 1, 3, 4, 5]
     assert lease(Nudge, 10) == []
-    assert [i.message.n for i in lease(Nudge, 10, now=timezone.now() + timedelta(hours=1))] == [2]
+    earlier(LimitedStart.objects.filter(queue="nudges"), "started_at", timedelta(hours=1))
+    assert [i.message.n for i in lease(Nudge, 10)] == [2]
+
+
+@pytest.mark.parametrize("queue", [Visit, Nudge], ids=["concurrency_key", "rate_key"])
+def test_lease__a_limited_claim_makes_as_many_statements_for_twenty_messages_as_for_one(queue):
+    """A claim under keyed limits reads and writes in a fixed number of statements: none per message leased."""
+    enqueue_many([queue(customer=f"c{n}", n=n) for n in range(41)])
+    lease(queue, 1)  # the queue's first claim makes its turn row
+    with CaptureQueriesContext(connection) as one:
+        assert len(lease(queue, 1)) == 1
+    with CaptureQueriesContext(connection) as twenty:
+        assert len(lease(queue, 20)) == 20
+    assert len(twenty) == len(one)
+
+
+def test_forget_old_starts__by_the_databases_clock():
+    """Housekeeping deletes the starts a rate no longer counts by the database's clock, and keeps the others."""
+    database_now = backend_for("default").database_now()
+    for ago in (timedelta(hours=2), timedelta(minutes=30)):
+        LimitedStart.objects.create(queue="nudges", key="a", started_at=database_now - ago, count=1)
+    assert forget_old_starts("default") == 1
+    assert list(LimitedStart.objects.values_list("started_at", flat=True)) == [database_now - timedelta(minutes=30)]
 
 
 def test_lease__records_the_run_of_a_limited_claim():

@@ -45,7 +45,7 @@ def test_jobs__autodiscovered_from_each_apps_jobs_module():
     assert list(jobs)[:9] == [
         BatchReportJob, BeatJob, DigestJob, ErrandJob, GreetingJob, InventoryJob, PingJob, ProductJob, ShipmentJob,
     ]  # fmt: skip
-    assert [job.message_class.queue_name() for job in list(jobs)[9:]] == ["tasks_default", "tasks_reports"]
+    assert [job.message_class.queue_name() for job in list(jobs)[9:]] == ["tasks_default", "tasks_reports", "tours"]
     assert jobs.get("products") is ProductJob
 
 

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from nexus_queues import enqueue_many, lease
 from nexus_queues.limit_usage import limit_usage
-from tests.testapp.more_queues import Beat, Errand, Nudge, Visit
+from tests.testapp.more_queues import Beat, Errand, Nudge, Tour, Visit
 from tests.testapp.queues import Greeting
 
 pytestmark = pytest.mark.django_db
@@ -51,3 +51,13 @@ def test_limit_usage__rate_per_key():
     lease(Nudge, 10)
     usage = limit_usage(Nudge, timezone.now(), 100)
     assert (usage.started, usage.full_keys, usage.waiting) == (3, 1, 1)
+
+
+def test_limit_usage__messages_without_a_key_wait_as_one_key():
+    """Messages whose key is null or missing are one key: at its limit, the other ones wait on it."""
+    enqueue_many([Tour(), Tour(guide="a")])
+    lease(Tour, 5)
+    ids = enqueue_many([Tour(n=1)], return_ids=True).ids
+    Tour.queue_model.objects.filter(pk__in=ids).update(message={"n": 1})  # stored without the field
+    usage = limit_usage(Tour, timezone.now(), 100)
+    assert (usage.leased, usage.full_keys, usage.waiting) == (2, 2, 1)

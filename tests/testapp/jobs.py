@@ -16,7 +16,7 @@ from nexus_queues.jobs import Outcome
 from nexus_queues.models import QueueItem, QueueSettings
 from nexus_queues.worker.logs import correlation_id
 
-from .more_queues import Beat, Errand, Ping
+from .more_queues import Beat, Errand, Ping, Tour
 from .queues import BatchReport, Digest, Greeting, Inventory, Product, Shipment
 
 GATE_TIMEOUT = 120
@@ -158,6 +158,20 @@ class BeatJob(QueueJob):
         for item in items:
             report("beat", item.message.n, repr(item.updated_at.timestamp()))
         return {}
+
+
+class TourJob(QueueJob):
+    """Reports ``tour-start <n> <guide> <time>`` and ``tour-end <n> <guide> <time>`` (``-`` for no guide) around
+    ``NEXUS_TEST_TOUR_SLEEP`` seconds."""
+
+    message_class = Tour
+    batch_size = 1
+
+    def process(self, message: Tour) -> None:
+        guide = message.guide or "-"
+        report("tour-start", message.n, guide, repr(time.time()))
+        time.sleep(float(os.environ.get("NEXUS_TEST_TOUR_SLEEP", "0")))
+        report("tour-end", message.n, guide, repr(time.time()))
 
 
 class InventoryJob(QueueJob):

@@ -33,3 +33,17 @@ class Nudge(QueueMessage, queue="nudges", rate_limit="2/h", rate_key="customer",
 
     customer: str
     n: int = 0
+
+
+class Tour(QueueMessage, queue="tours", concurrency_limit=1, concurrency_key="guide", health_check=False):
+    """At most one Leased at once per guide; the tours without a guide are one group, limited as a guide is."""
+
+    guide: str | None = None
+    n: int = 0
+
+
+class Call(QueueMessage, queue="calls", rate_limit="1/h", rate_key="guide", health_check=False):
+    """At most one lease an hour per guide; the calls without a guide share one rate."""
+
+    guide: str | None = None
+    n: int = 0

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_worker__held_back_by_a_rate_sleeps_until_its_window_opens():
     """A rate that is used up makes the sweep sleep until the window opens: sooner than the peek delay, and not 0.
-    The starts are put ten minutes ahead, as a host whose clock runs ahead would write them."""
+    The starts are put ten minutes ahead, so that the window opens in ten minutes."""
     enqueue_many([Beat(n=n) for n in range(3)])
     ahead = timezone.now() + timedelta(minutes=10)
     LimitedStart.objects.create(queue="beats", started_at=ahead, count=10)

@@ -46,6 +46,11 @@ class Statements:
     """The SQL every engine understands; a backend's ``sql``."""
 
     NOW = Statement("Read the database server's clock, in UTC.", "SELECT CURRENT_TIMESTAMP")
+    KEY_TEXT = Statement(
+        "A message field's value as text ({text}: Django's KT, NULL for a missing field), NULL for a JSON null too "
+        "(KT reads it as the text 'null', as it reads the string \"null\"); SQLite's JSON_TYPE takes a path.",
+        "CASE WHEN JSON_TYPE({column}, '$.\"{name}\"') = 'null' THEN NULL ELSE {text} END",
+    )
 
     # --- enqueue ---
     INSERT = Statement(

@@ -27,6 +27,10 @@ class MySQLStatements(Statements):
         "One counter column of that update: the stored amount plus the new one.",
         "{column} = {column} + VALUES({column})",
     )
+    KEY_TEXT = Statement(
+        "A message field's value as text, NULL for a JSON null too, as SQLite's; JSON_TYPE here types a value.",
+        "CASE WHEN JSON_TYPE(JSON_EXTRACT({column}, '$.\"{name}\"')) = 'NULL' THEN NULL ELSE {text} END",
+    )
     PACKET = Statement("Read the session's largest statement, in bytes.", "SELECT @@SESSION.max_allowed_packet")
 
     # --- upserts by message id ---

@@ -12,6 +12,10 @@ class PostgresStatements(Statements):
         "Read the server's clock as of this statement (CURRENT_TIMESTAMP stands still in a transaction).",
         "SELECT statement_timestamp()",
     )
+    KEY_TEXT = Statement(
+        "A message field's value as text, NULL for a missing field or a JSON null: {text} (Django's KT, ->>) already.",
+        "{text}",
+    )
     SERVER_PORT = Statement(
         "The port the server listens on (a connection that reached another one goes through a proxy).",
         "SELECT current_setting('port')::int",
