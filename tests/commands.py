@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +37,16 @@ class Command:
     def finish(self) -> int:
         """Wait for it to exit; its return code."""
         return self.proc.wait(timeout=PATIENCE)
+
+
+def stop_workers(*workers: Command) -> None:
+    """Stop ``nexus_worker`` commands with SIGTERM once each has its handler in place (a signal before it kills the
+    process, as it would any Python program starting up), and check that each exits cleanly."""
+    for worker in workers:
+        worker.wait_logged("Worker started")
+        worker.proc.send_signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.finish() == 0, worker.log()
 
 
 class Commands:

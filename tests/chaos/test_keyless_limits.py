@@ -8,7 +8,6 @@ messages behind waited for ever. On MariaDB and SQLite a JSON null and a missing
 
 from __future__ import annotations
 
-import signal
 import time
 from collections import defaultdict
 
@@ -16,7 +15,7 @@ import pytest
 
 from nexus_queues import enqueue_many, lease
 from nexus_queues.limited_claims import SCAN_AHEAD
-from tests.commands import PATIENCE, reports
+from tests.commands import PATIENCE, reports, stop_workers
 from tests.testapp.more_queues import Call, Tour
 from tests.worker.conftest import files_fixture, manage_fixture  # noqa: F401
 from tests.worker.test_limits_workers import most_at_once
@@ -90,10 +89,7 @@ def test_workers__keyed_tours_run_behind_a_steady_stream_of_keyless_ones(manage,
             keyed += 1
         n += 20
         time.sleep(0.1)
-    for worker in workers:
-        worker.proc.send_signal(signal.SIGTERM)
-    for worker in workers:
-        assert worker.finish() == 0, worker.log()
+    stop_workers(*workers)
     runs = ran(files)
     assert all(len(runs[1000 + i]) == 1 for i in range(50)), "a keyed tour ran twice"
     assert all(len(r) == 1 for r in runs.values()), "a tour ran twice"

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from nexus_queues import Status, abandon_expired_leases, enqueue_many, update_status
 from nexus_queues.models import Batch
-from tests.commands import reports, wait_until
+from tests.commands import reports, stop_workers, wait_until
 from tests.testapp.more_queues import Ping
 from tests.testapp.queues import BatchReport, Greeting
 
@@ -28,14 +28,6 @@ def done_lines(files) -> list[list[str]]:
 def batch_counts(batch_id: int) -> tuple[int, int, int, int]:
     batch = Batch.objects.get(pk=batch_id)
     return batch.total, batch.processed, batch.error, batch.cancelled
-
-
-def stop(workers) -> None:
-    for worker in workers:
-        worker.wait_logged("Worker started")  # its SIGTERM handler is in place
-        worker.proc.send_signal(signal.SIGTERM)
-    for worker in workers:
-        assert worker.finish() == 0, worker.log()
 
 
 def test_batch__four_racing_workers_complete_it_once_with_its_errors(manage, files):
@@ -62,7 +54,7 @@ def test_batch__four_racing_workers_complete_it_once_with_its_errors(manage, fil
     assert update_status(Greeting, Status.PENDING, status=Status.ERROR) == 40
     assert batch_counts(batch)[2] == 0
     wait_until(lambda: batch_counts(batch)[2] == 40, "the retried errors to fail again", workers[0])
-    stop(workers)
+    stop_workers(*workers)
     assert batch_counts(batch) == (400, 360, 40, 0)
     assert len(done_lines(files)) == 1
     assert [item.status for item in BatchReport.queue_items()] == [Status.PROCESSED]
@@ -86,7 +78,7 @@ def test_batch__completes_once_when_workers_are_killed_at_random_moments(manage,
         victim.finish()
         kills += 1
         workers.append(start())
-    stop(workers)
+    stop_workers(*workers)
     # What the killed workers held is theirs no longer: an operator runs it again, until nothing is left.
     while Ping.queue_items().exclude(status__in=[Status.ERROR]).exists():
         abandon_expired_leases(timezone.now() + timedelta(hours=1))

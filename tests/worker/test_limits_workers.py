@@ -3,13 +3,12 @@ and the test computes what ran at once, or started within any one second."""
 
 from __future__ import annotations
 
-import signal
 from bisect import bisect_left
 
 import pytest
 
 from nexus_queues import enqueue_many
-from tests.commands import reports, wait_until
+from tests.commands import reports, stop_workers, wait_until
 from tests.testapp.more_queues import Beat, Errand
 
 pytestmark = pytest.mark.slow
@@ -38,13 +37,6 @@ def test_most_at_once__counts_overlaps():
     assert most_within([0, 0.5, 0.99, 1.0, 1.5], 1.0) == 3
 
 
-def stop(workers) -> None:
-    for worker in workers:
-        worker.proc.send_signal(signal.SIGTERM)
-    for worker in workers:
-        assert worker.finish() == 0, worker.log()
-
-
 def test_workers__four_workers_with_a_limit_of_two_never_run_three_at_once(manage, files):
     """Four workers of two threads each share a queue limited to 2 at once: no moment has three runs."""
     enqueue_many([Errand(n=n) for n in range(24)])
@@ -52,7 +44,7 @@ def test_workers__four_workers_with_a_limit_of_two_never_run_three_at_once(manag
     args = ("nexus_worker", "--queue", "errands", "--concurrency", "2", "--peek-delay", "0.5")
     workers = [manage(*args, **env) for _ in range(4)]
     wait_until(lambda: sum(w[0] == "errand-end" for w in reports(files)) >= 24, "24 errands run")
-    stop(workers)
+    stop_workers(*workers)
     lines = reports(files)
     starts = {int(w[1]): float(w[2]) for w in lines if w[0] == "errand-start"}
     ends = {int(w[1]): float(w[2]) for w in lines if w[0] == "errand-end"}
@@ -67,7 +59,7 @@ def test_workers__a_rate_of_ten_a_second_never_starts_eleven_within_a_second(man
     enqueue_many([Beat(n=n) for n in range(110)])
     workers = [manage("nexus_worker", "--queue", "beats", "--concurrency", "2") for _ in range(4)]
     wait_until(lambda: sum(w[0] == "beat" for w in reports(files)) >= 110, "110 beats run")
-    stop(workers)
+    stop_workers(*workers)
     lines = [w for w in reports(files) if w[0] == "beat"]
     assert sorted(int(w[1]) for w in lines) == list(range(110))
     leased = [float(w[2]) for w in lines]

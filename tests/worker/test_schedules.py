@@ -10,7 +10,7 @@ import pytest
 from nexus_queues import Status, enqueue
 from nexus_queues.jobs.control import outcome, run_now, set_job_enabled
 from nexus_queues.models import JobRun, PeriodicJobSettings
-from tests.commands import reports, wait_until
+from tests.commands import reports, stop_workers, wait_until
 from tests.testapp.jobs import DigestJob, Heartbeat
 from tests.testapp.queues import Digest, Greeting
 
@@ -46,11 +46,6 @@ def settle(files, worker, n: int) -> None:
     round_trip(files, worker, n)
 
 
-def stop(worker) -> None:
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.finish() == 0, worker.log()
-
-
 def test_schedules__two_workers_run_each_tick_once(manage, files):
     """Two workers offered every tick: each tick has one run, run by one of them; both took part."""
     workers = [manage(*TICKING, NEXUS_TEST_TICK="1") for _ in range(2)]
@@ -59,7 +54,7 @@ def test_schedules__two_workers_run_each_tick_once(manage, files):
     files["gate"].touch()
     wait_until(lambda: sum(run.finished_at is not None for run in heartbeats()) >= 6, "six heartbeats", workers[0])
     for worker in workers:
-        stop(worker)
+        stop_workers(worker)
     runs = heartbeats()
     assert len({run.tick for run in runs}) == len(runs) == len(said(files, "heartbeat-started"))
     assert sorted(words[2] for words in said(files, "heartbeat")) == sorted(run.correlation_id for run in runs)
@@ -80,7 +75,7 @@ def test_schedules__a_run_killed_stays_unfinished_and_the_next_tick_runs(manage,
     files["gate"].touch()
     worker = manage(*TICKING, NEXUS_TEST_TICK="1")
     wait_until(lambda: any(run.finished_at for run in heartbeats()), "a later heartbeat", worker)
-    stop(worker)
+    stop_workers(worker)
     first, *later = heartbeats()
     assert (first.correlation_id, outcome(first)) == (killed.correlation_id, "unfinished")
     assert later and all(run.tick > killed.tick and outcome(run) == "succeeded" for run in later)
@@ -94,12 +89,12 @@ def test_schedules__start_processing_wakes_a_sleeping_scheduled_job(manage, file
     round_trip(files, worker, 1)  # the never-run queue's first drain, at start, is over
     enqueue(Digest(text="asked"), start_processing=True)
     wait_until(lambda: said(files, "digest"), "the requested drain", worker)
-    stop(worker)
+    stop_workers(worker)
     worker = manage(*SCHEDULED, "--peek-delay", str(PEEK))
     round_trip(files, worker, 2)  # listening, so that it hears the next enqueue's wake-up
     enqueue(Digest(text="quiet"))
     settle(files, worker, 3)
-    stop(worker)
+    stop_workers(worker)
     assert [words[1] for words in said(files, "digest")] == ["asked"]
     assert list(Digest.queue_items().values_list("status", flat=True)) == [Status.PENDING]
 
@@ -119,7 +114,7 @@ def test_schedules__start_processing_does_not_start_a_switched_off_job(manage, f
     assert list(Digest.queue_items().values_list("status", flat=True)) == [Status.PENDING]
     enqueue(Digest(text="asked"), start_processing=True)
     wait_until(lambda: len(said(files, "digest")) == 2, "both digests drained", worker)
-    stop(worker)
+    stop_workers(worker)
 
 
 def test_schedules__a_run_requested_while_no_worker_ran_runs_once(manage, files):
@@ -130,6 +125,6 @@ def test_schedules__a_run_requested_while_no_worker_ran_runs_once(manage, files)
     worker = manage(*TICKING, "--peek-delay", str(PEEK))
     wait_until(lambda: any(run.finished_at for run in heartbeats()), "the requested heartbeat", worker)
     settle(files, worker, 1)
-    stop(worker)
+    stop_workers(worker)
     [run] = heartbeats()
     assert (run.tick, outcome(run), len(said(files, "heartbeat"))) == (requested_at, "succeeded", 1)
