@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -21,9 +20,9 @@ from nexus_queues.api.tokens import make_token
 from nexus_queues.models import Batch
 from nexus_queues.worker.housekeeping import tidy_queue
 from tests.api_client import Api, make_user
-from tests.commands import PATIENCE
+from tests.commands import wait_until
 from tests.contrib.prometheus.scraping import scrape
-from tests.locks import Background, held, lock_waits
+from tests.locks import Background, held, lock_waits, waiting
 from tests.races import together
 from tests.testapp.queues import BatchReport, Greeting
 
@@ -145,13 +144,9 @@ def moved(status: str, ids: list[int]) -> Iterator[None]:
         yield
 
 
-def meanwhile(work: Background) -> None:
-    """Wait until ``work`` waits on a lock held by another transaction."""
-    deadline = timezone.now() + timedelta(seconds=PATIENCE)
-    while lock_waits() < 1:
-        assert work.thread.is_alive(), "the work finished without waiting on the held transaction"
-        assert timezone.now() < deadline, "the work never waited on the held transaction"
-        threading.Event().wait(0.05)
+def meanwhile(work: Background, what: str) -> None:
+    """Wait until ``work`` (``what``) waits on a lock held by another transaction."""
+    wait_until(waiting(work), f"{what} to wait on a lock")
 
 
 @pytest.mark.engines("postgresql", "mysql")
@@ -167,7 +162,7 @@ def test_queryset_update__a_writer_waiting_on_another_counts_only_what_it_moves(
     batch, ids = members()
     with held(lambda: moved(first, ids)):
         second = Background(lambda: Greeting.queue_items().filter(pk__in=ids).update(status=then))
-        meanwhile(second)
+        meanwhile(second, "the second update")
     assert second.outcome() == MEMBERS
     assert counts(batch) == expected
     assert len(reports()) == 1
@@ -263,7 +258,7 @@ def test_recount__waits_for_a_move_in_flight_and_counts_it_once():
     Batch.objects.filter(pk=batch).update(counted_at=timezone.now() - membership.RECOUNT_AFTER * 2)
     with held(lambda: moved(Status.ERROR, ids[1:2])):
         recount = Background(housekeeping_after_the_counters_stayed_still)
-        meanwhile(recount)
+        meanwhile(recount, "the recount")
     assert recount.outcome() == 1
     assert counts(batch) == (3, 1, 1, 0, False)
 
@@ -285,12 +280,9 @@ def test_recount__and_a_move_waiting_on_the_same_batch_count_it_once_in_either_o
 
     with held(batch_locked):
         recount = Background(housekeeping_after_the_counters_stayed_still)
-        meanwhile(recount)
+        meanwhile(recount, "the recount")
         move = Background(lambda: Greeting.queue_items().filter(pk=ids[1]).update(status=Status.ERROR))
-        deadline = timezone.now() + timedelta(seconds=PATIENCE)
-        while lock_waits() < 2:
-            assert timezone.now() < deadline, "the move never waited on the batch"
-            threading.Event().wait(0.05)
+        wait_until(lambda: lock_waits() == 2, "the move to wait on the batch's row lock too")
     assert move.outcome() == 1
     recount.outcome()
     assert counts(batch) == (3, 1, 1, 0, False)
