@@ -64,10 +64,12 @@ def create(message_class: type[QueueMessage], *, label: str = "", on_complete: Q
     if not isinstance(label, str) or len(label) > MAX_LABEL_LENGTH:
         raise InvalidArgument(f"A batch's label is text of at most {MAX_LABEL_LENGTH} characters, got {label!r}.")
     alias = message_class.queue_options.database
+    now = timezone.now()
     return Batch.objects.using(alias).create(
         queue=message_class.queue_name(),
         label=label,
-        created_at=timezone.now(),
+        created_at=now,
+        counted_at=now,
         **_completion(message_class, on_complete),
     )
 

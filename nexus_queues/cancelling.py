@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import changes, membership
+from . import changes
 from .backends import backend_for
 from .backends.session import chunks
 from .exceptions import InvalidArgument
@@ -85,12 +85,7 @@ def _cancel_chunk(alias: str, model: type[QueueItem], ids: Sequence[int], now: d
     backend = backend_for(alias)
     with backend.write_transaction():
         rows = model.objects.using(alias).filter(pk__in=ids, status__in=CANCELLABLE)
-        locked = list(rows.select_for_update().order_by("pk").values_list("pk", "status", "headers"))
-        if locked:
-            model.objects.using(alias).filter(pk__in=[pk for pk, _, _ in locked]).update(
-                **changes.cancelled(now).as_update()
-            )
-            batches = [(membership.batch_of(headers), before) for _, before, headers in locked]
-            moves = [(batch, before, Status.CANCELLED.value) for batch, before in batches if batch is not None]
-            membership.record(alias, moves, now)
-    return [pk for pk, _, _ in locked]
+        locked = list(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
+        if locked:  # the batch members among them count Cancelled (QueueItemQuerySet.update)
+            model.objects.using(alias).filter(pk__in=locked).update(**changes.cancelled(now).as_update())
+    return locked

@@ -3,7 +3,9 @@
 Every change of a member to or from a finished status (Processed, Error, Cancelled) adds to the batch's counters
 in the same transaction, after the batch's row lock; the change that brings them up to the total of a closed
 batch records its completion and enqueues its completion message there too. So however many workers race, and
-whenever one dies, the completion is enqueued once: by the one transaction that committed it.
+whenever one dies, the completion is enqueued once: by the one transaction that committed it. Every ORM writer of
+a status comes here (the queue rows' ``QuerySet.update`` and ``delete``); what goes around Django (raw SQL) is
+healed by :func:`recount`, which housekeeping runs on batches whose counters stopped moving.
 """
 
 from __future__ import annotations
@@ -13,17 +15,17 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import QuerySet
-from django.dispatch import receiver
+from django.db.models import Count, Exists, Q, QuerySet
 from django.utils import timezone
 from pydantic import ValidationError
 
-from . import quarantine
 from .backends import EnqueueRow, backend_for
+from .backends.session import chunks
 from .exceptions import InvalidArgument, NotRegistered
 from .models.batches import Batch
 from .registry import registry
@@ -31,6 +33,7 @@ from .serialization import canonical_json, json_hash
 from .status import Status
 
 if TYPE_CHECKING:
+    from .messages import QueueMessage
     from .models import QueueItem
 
 logger = logging.getLogger("nexus_queues")
@@ -44,7 +47,14 @@ CHUNK = 10_000
 FINISHED = {Status.PROCESSED.value: "processed", Status.ERROR.value: "error", Status.CANCELLED.value: "cancelled"}
 """The finished statuses, and the batch counter each one adds to."""
 
-T = TypeVar("T")
+RECOUNT_AFTER = timedelta(minutes=5)
+"""How long the counters of a batch not complete stay still before housekeeping recounts them from its rows."""
+
+RECOUNTS = 10
+"""The most batches of a queue one housekeeping pass recounts: each recount reads the queue's table once."""
+
+WAITING_AGAIN = (Status.ERROR.value, Status.CANCELLED.value, Status.PROCESSED.value)
+"""The finished statuses a recount takes rows found waiting again out of, first to last."""
 
 _open: ContextVar[Batch | None] = ContextVar("nexus_batch", default=None)
 
@@ -137,8 +147,10 @@ def apply(alias: str, deltas: Mapping[int, Counter[str]], now: datetime) -> None
         if batch is None:  # deleted by an operator: its members count for nothing
             continue
         for name, n in delta.items():
-            setattr(batch, name, getattr(batch, name) + n)
-        batch.save(using=alias, update_fields=[*delta, *_completed(alias, batch, now)])
+            # Below none only when a change went uncounted (raw SQL): the recount puts it right.
+            setattr(batch, name, max(getattr(batch, name) + n, 0))
+        batch.counted_at = now
+        batch.save(using=alias, update_fields=[*delta, "counted_at", *_completed(alias, batch, now)])
 
 
 def close(alias: str, batch: Batch, now: datetime) -> None:
@@ -162,35 +174,64 @@ def replaced(alias: str, model: type[QueueItem], message_ids: Sequence[str | Non
     return found
 
 
+def updating(rows: QuerySet[Any], values: dict[str, Any]) -> int:
+    """``rows.update(**values)``, ``values`` setting a status: the members it moves count in their batches."""
+    status = values["status"]
+    write = partial(QuerySet.update, **values)
+    if not isinstance(status, str):  # an expression (``bulk_update``'s ``Case``): each row's move is read after it
+        return moving(rows, write, after=None)
+    if status in FINISHED:
+        return moving(rows, write, after=lambda before: status)
+    # To a status not finished, only the finished members' moves count: the others are written in one statement.
+    return moving(rows, write, after=lambda before: status, counted=Q(status__in=FINISHED))
+
+
+def deleting(rows: QuerySet[Any]) -> int:
+    """Delete ``rows``: their members not finished count Cancelled (they will never run), so that their batches still
+    complete; a finished one keeps counting as it finished."""
+    return moving(rows, _deleted, after=_cancelled)
+
+
+def _deleted(rows: QuerySet[Any]) -> int:
+    return QuerySet.delete(rows)[0]
+
+
+def _cancelled(before: str) -> str:
+    return before if before in FINISHED else Status.CANCELLED.value
+
+
 def moving(
-    rows: QuerySet[Any], after: str, write: Callable[[], T], *, unchanged: Iterable[str], now: datetime | None = None
-) -> T:
-    """``write()``, which moves ``rows`` to ``after``, counting the batch members among them (but those in an
-    ``unchanged`` status) in one transaction, their rows locked first. A delete moves its unfinished members to
-    Cancelled (they will never run): a batch whose member an operator deleted still completes."""
+    rows: QuerySet[Any], write: Callable[[QuerySet[Any]], int], *, after: Callable[[str], str] | None,
+    counted: Q | None = None,
+) -> int:
+    """``write`` on ``rows`` (an update or a delete, giving the count), counting in one transaction the moves of the
+    batch members among them (those in a ``counted`` status; None: all): from there to ``after`` their status before
+    (None: to the status the write gave each).
+
+    It writes in two parts: first every row but those members, then those members, locked in id order and written
+    by id, their moves counted from the status each holds once locked. A row that becomes such a member in between
+    (it joined a batch, or another writer moved it) is written in the second part; one that another writer moved
+    out of the ``counted`` statuses while this one waited for its lock is left as that writer left it. So a move
+    counts once, in the transaction that made it, however writers race. A queue that has no batch costs one more
+    statement, which finds no member.
+    """
     alias = rows.db
-    queue = rows.model.message_class.queue_name()
-    if not Batch.objects.using(alias).filter(queue=queue).exists():
-        return write()
-    with transaction.atomic(using=alias):
-        backend_for(alias).take_write_lock()
-        found = rows.filter(headers__has_key=BATCH_HEADER).exclude(status__in=unchanged).select_for_update()
-        moves = [
-            (batch, status, after)
-            for headers, status in found.order_by("pk").values_list("headers", "status")
-            if (batch := batch_of(headers)) is not None
-        ]
-        done = write()
-        record(alias, moves, now or timezone.now())
+    members = Q(headers__has_key=BATCH_HEADER) & (counted or Q()) & Exists(_batches(alias, rows.model))
+    with transaction.atomic(using=alias, savepoint=False):  # a caller's transaction makes no savepoint for it
+        done = write(rows.exclude(members))  # on SQLite, this write takes the write lock
+        locked = rows.filter(members).select_for_update().order_by("pk").values_list("pk", "headers", "status")
+        before = {pk: (batch, status) for pk, headers, status in locked if (batch := batch_of(headers)) is not None}
+        stored, moves = rows.model._base_manager.using(alias), []
+        for ids in chunks(sorted(before), CHUNK):
+            done += write(stored.filter(pk__in=ids))
+            written = {} if after else dict(stored.filter(pk__in=ids).values_list("pk", "status"))
+            moves += [(before[pk][0], before[pk][1], after(before[pk][1]) if after else written[pk]) for pk in ids]
+        record(alias, moves, timezone.now())
     return done
 
 
-@receiver(quarantine.quarantined, dispatch_uid="nexus_queues.membership.quarantined")
-def _quarantined(sender: Any, *, alias: str, headers: Any, status: str, now: datetime, **_: Any) -> None:
-    """A member set to Error because Python cannot read it counts Error, as a failed run would."""
-    batch = batch_of(headers)
-    if batch is not None:
-        record(alias, [(batch, status, Status.ERROR.value)], now)
+def _batches(alias: str, model: type[QueueItem]) -> QuerySet[Batch]:
+    return Batch.objects.using(alias).filter(queue=model.message_class.queue_name())
 
 
 def replaced_by_merge(
@@ -245,6 +286,67 @@ def merged(alias: str, batch: Batch, written: int, finished: Mapping[str, int], 
         delta[FINISHED[status]] += count
     apply(alias, {batch.pk: delta}, now)
     close(alias, batch, now)
+
+
+def recount(message_class: type[QueueMessage], now: datetime) -> int:
+    """Recount from their members' rows the queue's batches not complete whose counters stayed still for
+    :data:`RECOUNT_AFTER` (at most :data:`RECOUNTS`, the stillest first), completing those found finished; how many
+    messages' counting changed (none while every writer went through Django)."""
+    alias = message_class.queue_options.database
+    still = _batches(alias, message_class.queue_model).filter(
+        completed_at__isnull=True, counted_at__lte=now - RECOUNT_AFTER
+    )
+    ids = list(still.order_by("counted_at").values_list("pk", flat=True)[:RECOUNTS])
+    return sum(_recount(alias, message_class.queue_model, still.filter(pk=pk), now) for pk in ids)
+
+
+def _recount(alias: str, model: type[QueueItem], still: QuerySet[Batch], now: datetime) -> int:
+    """Recount the batch ``still`` holds (if still so) in one transaction that holds its row lock from first to
+    last, so that a move counted meanwhile waits for it and then adds to the recounted counters."""
+    with backend_for(alias).write_transaction():
+        batch = still.select_for_update().first()
+        if batch is None:  # counted or completed meanwhile
+            return 0
+        rows = model.objects.using(alias).filter(headers__nexus_batch=batch.pk).order_by().values_list("status")
+        before = batch.counts()
+        changed = _heal(batch, dict(rows.annotate(n=Count("pk"))))
+        batch.counted_at = now
+        counters = ["total", *FINISHED.values(), "counted_at"]
+        batch.save(using=alias, update_fields=[*counters, *_completed(alias, batch, now)])
+    if changed:
+        logger.warning(
+            "Batch %s of %s recounted from its rows (a change went around Django, as raw SQL does): %s, now %s.",
+            batch.pk, batch.queue, _figures(before), _figures(batch.counts()), extra={"action": "batch_recounted"},
+        )
+    return changed
+
+
+def _heal(batch: Batch, found: Mapping[str, int]) -> int:
+    """Set ``batch``'s counters from its members' rows by status (``found``): each finished count at least its rows,
+    and as many pending as rows not finished; how many messages' counting changed. A finished count above its rows
+    may count deleted rows, and is lowered only for rows found waiting again."""
+    changed = 0
+    for status, name in FINISHED.items():
+        missed = found.get(status, 0) - getattr(batch, name)
+        if missed > 0:
+            setattr(batch, name, found[status])
+            changed += missed
+    surplus = sum(n for status, n in found.items() if status not in FINISHED) - (batch.total - batch.finished)
+    changed += abs(surplus)
+    if surplus < 0:  # counted waiting, but gone without a counted end (deleted by raw SQL): as a delete counts them
+        batch.cancelled -= surplus
+    for status in WAITING_AGAIN:  # rows waiting again, counted finished (an Error retried by raw SQL, most often)
+        name = FINISHED[status]
+        back = min(surplus, getattr(batch, name) - found.get(status, 0))
+        if back > 0:
+            setattr(batch, name, getattr(batch, name) - back)
+            surplus -= back
+    batch.total += max(surplus, 0)  # rows waiting that it never counted: their header written by hand
+    return changed
+
+
+def _figures(counts: Mapping[str, Any]) -> str:
+    return ", ".join(f"{counts[name]} {name}" for name in ("total", "pending", *FINISHED.values()))
 
 
 def _completed(alias: str, batch: Batch, now: datetime) -> list[str]:

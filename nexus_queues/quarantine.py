@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import DataError, transaction
+from django.db import DataError
 from django.db.models import DateTimeField, Field, QuerySet, TextField
 from django.db.models.functions import Cast
-from django.dispatch import Signal
 from django.utils import timezone
 
 from .exceptions import UnreadableRow
@@ -29,10 +28,6 @@ UNREADABLE = (DataError, ValueError, TypeError, AttributeError, OverflowError)
 
 SUSPECTS = 100
 """The most rows examined after a read failed."""
-
-quarantined = Signal()
-"""Sent in the transaction that set a row to Error, with its ``alias``, its ``headers`` and ``status`` before and
-``now``: the batches count their members there (:mod:`.membership` connects, as the backends below it cannot)."""
 
 
 def read_around(read: Callable[[], T], suspects: QuerySet[Any], limit: int = SUSPECTS) -> T:
@@ -79,12 +74,8 @@ def _set_error(row: QuerySet[Any], unreadable: dict[Field[Any, Any], Exception])
     what = "; ".join(_problem(row, field, exc, field.attname in cleared) for field, exc in unreadable.items())
     error = describe(UnreadableRow(f"Set to Error: {what}."))
     changes = {"status": Status.ERROR, "lease_expires_at": None, "updated_at": now, **cleared}
-    with transaction.atomic(using=row.db):
-        before = row.select_for_update().values_list("headers", "status").first()
-        updated = row.update(error_type=error.type, error_message=error.message, error_traceback="", **changes)
-        if updated and before is not None:
-            quarantined.send(row.model, alias=row.db, headers=before[0], status=before[1], now=now)
-    return updated
+    # A queue's rows: a batch member counts Error in its batch (QueueItemQuerySet.update), as a failed run would.
+    return row.update(error_type=error.type, error_message=error.message, error_traceback="", **changes)
 
 
 def _problem(row: QuerySet[Any], field: Field[Any, Any], exc: Exception, cleared: bool) -> str:

@@ -156,17 +156,16 @@ def update_status(queue: type[QueueMessage] | str, status: str, /, **lookups: An
     """Set ``status`` on every message of the queue matching Django lookups, in one transaction.
 
     ``update_status(ProductUpdated, "Pending", message__sku="123")``; returns the count changed.
-    A Leased row loses its lease (its worker's completion then changes nothing).
+    A Leased row loses its lease (its worker's completion then changes nothing). The batch members it moves count in
+    their batches, as every queryset ``update()`` of a status does.
     """
     message_class = registry.resolve(queue)
     status = validate_settable_status(status)
     backend = backend_for(message_class.queue_options.database)
-    now = timezone.now()
-    values = changes.status_set(status, now).as_update()
+    values = changes.status_set(status, timezone.now()).as_update()
     try:
         matching = message_class.queue_items().filter(**lookups)
-        write = partial(backend.update_matching, matching, values)
-        return retried(backend.alias, partial(membership.moving, matching, status, write, unchanged=[status], now=now))
+        return retried(backend.alias, partial(backend.update_matching, matching, values))
     except (FieldError, ValidationError, ValueError, TypeError) as exc:
         raise InvalidLookup(f"Bad filter for queue {message_class.queue_name()!r}: {exc}") from exc
 

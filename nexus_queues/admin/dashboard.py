@@ -28,7 +28,7 @@ from ..registry import registry
 from ..throughput import Throughput, per_minute
 from .charts import HOUR, SPANS, Span, slots, span_start, throughput_chart
 from .queues import QueueItemAdmin, status_badge
-from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of, section_of
+from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of, section_of, visible_queues
 
 REFRESH_SECONDS = 5
 """How often the open page fetches its figures again."""
@@ -79,8 +79,7 @@ class Dashboard:
 
     def visible_queues(self, request: HttpRequest) -> list[type[QueueMessage]]:
         """The queues on this site the user may view."""
-        admins = ((mc, self._admin_of(mc)) for mc in registry)
-        return [mc for mc, admin in admins if admin is not None and admin.has_view_permission(request)]
+        return visible_queues(self.admin_site, request)
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
         """Every queue the user may view (of ``?category=``), by category; 403 when they may view none, 404 for a

@@ -7,11 +7,12 @@ from __future__ import annotations
 import hashlib
 import sys
 import warnings
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.apps import apps
-from django.db import models
+from django.db import models, router, transaction
 from django.db.models import Q
 
 from .. import membership, updates
@@ -32,11 +33,16 @@ if TYPE_CHECKING:
 
 
 class QueueItemQuerySet(models.QuerySet):
-    """Queue rows, with one method per status."""
+    """Queue rows, with one method per status; their writes keep the batches' counters (:mod:`.membership`)."""
+
+    def update(self, **values: Any) -> int:
+        """Update the rows; when ``values`` set a status, the batch members it moves count in their batches."""
+        return membership.updating(self, values) if "status" in values else super().update(**values)
 
     def delete(self) -> tuple[int, dict[str, int]]:
         """Delete the rows; the batch members among them not finished yet count Cancelled in their batches."""
-        return membership.moving(self, Status.CANCELLED, super().delete, unchanged=membership.FINISHED)
+        deleted = membership.deleting(self)
+        return deleted, {self.model._meta.label: deleted} if deleted else {}
 
     def with_status(self, status: str) -> QueueItemQuerySet:
         """Rows in ``status``."""
@@ -110,6 +116,19 @@ class QueueItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.message_class.queue_name()} #{self.pk} ({self.status})"
+
+    def save(
+        self, *args: Any, using: str | None = None, update_fields: Iterable[str] | None = None, **kwargs: Any
+    ) -> None:
+        """Save the row; a stored row's status is written first by :meth:`QueueItemQuerySet.update`, in the same
+        transaction, so that a batch member's move counts."""
+        writes_status = update_fields is None or "status" in update_fields
+        if self.pk is None or kwargs.get("force_insert") or not writes_status:
+            return super().save(*args, using=using, update_fields=update_fields, **kwargs)
+        using = using or self._state.db or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using):
+            type(self).objects.using(using).filter(pk=self.pk).update(status=self.status)
+            super().save(*args, using=using, update_fields=update_fields, **kwargs)
 
     def delete(self, using: str | None = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
         """Delete the row as :meth:`QueueItemQuerySet.delete` does: a batch member not finished counts Cancelled."""

@@ -12,21 +12,25 @@ class Batch(models.Model):
 
     The counters change in the transactions that move a member to or from a finished status (Processed,
     Error, Cancelled), so they stay right after Processed rows are deleted; the transaction that brings
-    them up to ``total`` records ``completed_at`` and enqueues the completion message, once.
+    them up to ``total`` records ``completed_at`` and enqueues the completion message, once. None is ever
+    negative; housekeeping recounts them from the rows once they stay still (``counted_at``) before completion.
     """
 
     queue = models.CharField(max_length=40, help_text="The queue its messages are in")
     label = models.CharField(max_length=200, blank=True, help_text="What the batch is, for people")
     total = models.PositiveBigIntegerField(default=0, help_text="Its messages")
-    processed = models.BigIntegerField(default=0, help_text="Its messages now Processed (or deleted as processed)")
-    error = models.BigIntegerField(default=0, help_text="Its messages now Error")
-    cancelled = models.BigIntegerField(default=0, help_text="Its messages now Cancelled")
+    processed = models.PositiveBigIntegerField(
+        default=0, help_text="Its messages now Processed (or deleted as processed)"
+    )
+    error = models.PositiveBigIntegerField(default=0, help_text="Its messages now Error")
+    cancelled = models.PositiveBigIntegerField(default=0, help_text="Its messages now Cancelled")
     completion_queue = models.CharField(max_length=40, blank=True, help_text="The queue of its completion message")
     completion_message = models.JSONField(null=True, blank=True, help_text="The completion message, but its batch")
     completion_message_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 (None: no identity)
     created_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True, help_text="When it took its last message")
     completed_at = models.DateTimeField(null=True, blank=True, help_text="When its last message finished")
+    counted_at = models.DateTimeField(help_text="When its counters last changed, or were recounted from its rows")
 
     class Meta:
         app_label = "nexus_queues"
@@ -45,8 +49,9 @@ class Batch(models.Model):
 
     @property
     def pending(self) -> int:
-        """Its messages not finished yet (waiting, sleeping, leased, abandoned or in a custom status)."""
-        return self.total - self.finished
+        """Its messages not finished yet (waiting, sleeping, leased, abandoned or in a custom status); none when more
+        finished than it counted (rows given its header by hand, until the recount)."""
+        return max(self.total - self.finished, 0)
 
     def counts(self) -> dict[str, Any]:
         """Its progress as plain values (the API's, the completion message's)."""

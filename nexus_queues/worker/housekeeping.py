@@ -1,5 +1,6 @@
-"""Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go, and so
-do old job runs and the rows of processes long stopped or gone."""
+"""Housekeeping on a schedule: expired leases become Abandoned, old Processed and expired messages go, batches whose
+counters stayed still are recounted from their rows, and old job runs and the rows of processes long stopped or gone
+go."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import membership
 from ..conf import settings
 from ..leasing import abandon_expired, abandon_expired_leases
 from ..messages import QueueMessage
@@ -29,19 +31,28 @@ def drop_expired(now: datetime | None = None) -> dict[str, int]:
     return {message_class.queue_name(): _drop(message_class, now) for message_class in registry}
 
 
-def tidy(now: datetime | None = None) -> dict[str, dict[str, int]]:
-    """All three chores at once: abandoned, purged and dropped counts per queue."""
+def recount_batches(now: datetime | None = None) -> dict[str, int]:
+    """Recount the batches whose counters stayed still (:func:`~nexus_queues.membership.recount`); per queue, how
+    many messages' counting changed."""
     now = now or timezone.now()
-    return {"abandoned": abandon_expired_leases(now), "purged": purge_processed(now), "dropped": drop_expired(now)}
+    return {message_class.queue_name(): membership.recount(message_class, now) for message_class in registry}
+
+
+def tidy(now: datetime | None = None) -> dict[str, dict[str, int]]:
+    """All four chores at once: abandoned, purged, dropped and recounted counts per queue."""
+    now = now or timezone.now()
+    return {"abandoned": abandon_expired_leases(now), "purged": purge_processed(now), "dropped": drop_expired(now),
+            "recounted": recount_batches(now)}
 
 
 def tidy_queue(message_class: type[QueueMessage], now: datetime | None = None) -> dict[str, int]:
-    """The three chores for one queue, so that a queue that fails holds up no other: counts per chore."""
+    """The four chores for one queue, so that a queue that fails holds up no other: counts per chore."""
     now = now or timezone.now()
     return {
         "abandoned": abandon_expired(message_class, now),
         "purged": _purge(message_class, now),
         "dropped": _drop(message_class, now),
+        "recounted": membership.recount(message_class, now),
     }
 
 

@@ -1,10 +1,11 @@
 """The batches' admin: each batch's counts and state, and its messages on their queue's page."""
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from nexus_queues import Status, enqueue_many, update_status
-from tests.testapp.queues import Greeting
+from tests.testapp.queues import BatchReport, Greeting, Inventory
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +39,65 @@ def test_dashboard__shows_open_batches_with_their_progress(admin_client: Client)
     assert f'<tr class="nexus-batch-row" data-batch="{batch}">' in html
     assert '<progress max="4" value="1"></progress> 1 / 4' in html
     assert f'<a href="/admin/testapp/greetingqueueitem/?batch={batch}">{batch} prices</a>' in html
+
+
+def greeter(client: Client) -> Client:
+    """``client`` logged in as a staff user who may view batches and the greetings queue, not the inventory's."""
+    user = User.objects.create_user("greeter", password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_batch", "view_greetingqueueitem"]))
+    client.force_login(user)
+    return client
+
+
+def two_queues_batches() -> tuple[int, int]:
+    """A batch of greetings and one of inventory, each with a label and a completion message naming its queue."""
+    greetings = enqueue_many([Greeting(name="a")], batch="greetings-label", on_complete=BatchReport(note="greeted"))
+    stock = enqueue_many([Inventory(sku="s1", quantity=1)], batch="secret-stock", on_complete=BatchReport(note="tally"))
+    return greetings.batch, stock.batch
+
+
+def test_batch_admin__lists_only_the_batches_of_queues_the_user_may_view(client: Client) -> None:
+    """Another queue's batch is not in the list, not found by a search or a filter, and its label never shown."""
+    mine, theirs = two_queues_batches()
+    client = greeter(client)
+    for query in ("", "?q=secret", f"?q={theirs}", "?queue=inventory", "?queue=greetings&_facets=1"):
+        response = client.get(f"/admin/nexus_queues/batch/{query}")
+        assert response.status_code == 200
+        shown = [batch.pk for batch in response.context["cl"].result_list]
+        assert theirs not in shown and "secret-stock" not in response.content.decode()
+    assert [b.pk for b in client.get("/admin/nexus_queues/batch/").context["cl"].result_list] == [mine]
+
+
+def test_batch_admin__the_queue_filter_offers_only_queues_the_user_may_view(client: Client) -> None:
+    two_queues_batches()
+    response = greeter(client).get("/admin/nexus_queues/batch/")
+    [queue_filter] = response.context["cl"].filter_specs
+    assert [choice["display"] for choice in queue_filter.choices(response.context["cl"])] == ["All", "greetings"]
+
+
+def test_batch_admin__another_queues_batch_is_not_found(client: Client) -> None:
+    """The change, delete and history pages of another queue's batch answer 404, as for a batch that does not
+    exist, without its label or completion message; the user's own batch opens."""
+    mine, theirs = two_queues_batches()
+    client = greeter(client)
+    for page in ("change", "delete", "history"):
+        response = client.get(f"/admin/nexus_queues/batch/{theirs}/{page}/")
+        assert response.status_code == 404, page
+        assert b"secret-stock" not in response.content and b"tally" not in response.content
+        assert client.get(f"/admin/nexus_queues/batch/{theirs + mine + 1000}/{page}/").status_code == 404
+    own = client.get(f"/admin/nexus_queues/batch/{mine}/change/")
+    assert own.status_code == 200 and b"greetings-label" in own.content
+
+
+def test_batch_admin__a_superuser_sees_every_queues_batches(admin_client: Client) -> None:
+    mine, theirs = two_queues_batches()
+    response = admin_client.get("/admin/nexus_queues/batch/")
+    assert {b.pk for b in response.context["cl"].result_list} == {mine, theirs}
+    assert admin_client.get(f"/admin/nexus_queues/batch/{theirs}/change/").status_code == 200
+
+
+def test_dashboard__lists_only_the_batches_of_queues_the_user_may_view(client: Client) -> None:
+    mine, _ = two_queues_batches()
+    response = greeter(client).get("/admin/nexus_queues/dashboard/")
+    assert [batch.pk for batch, _ in response.context["batches"]] == [mine]
+    assert "secret-stock" not in response.content.decode()

@@ -63,12 +63,28 @@ def test_admin_delete_action__members_count_cancelled(admin_client: Client):
 
 
 @pytest.mark.django_db
-def test_delete__rows_outside_batches_cost_no_batch_statement(django_assert_num_queries):
-    """With no batch of the queue, a delete is the one check for batches and Django's own statement."""
+def test_delete__rows_outside_batches_cost_one_statement_more(django_assert_num_queries):
+    """With no batch of the queue, a delete is Django's own statement and the one that finds no member."""
     enqueue_many([Greeting(name="a")])
 
     with django_assert_num_queries(2):
         Greeting.queue_items().all().delete()
+
+
+@pytest.mark.django_db
+def test_update__of_a_status_costs_one_statement_more_and_two_per_batch_of_its_members(django_assert_num_queries):
+    """A queryset's update of a status: Django's statement and the one that finds the members; with members of two
+    batches, their update by id and each batch's row lock and update."""
+    enqueue_many([Greeting(name="outside")])
+    with django_assert_num_queries(2):
+        assert Greeting.queue_items().update(status=Status.ERROR) == 1
+    enqueue_many([Greeting(name="a"), Greeting(name="b")], batch="two")
+    enqueue_many([Greeting(name=name) for name in "cde"], batch="three")
+
+    with django_assert_num_queries(2 + 1 + 2 * 2):
+        assert Greeting.queue_items().update(status=Status.PROCESSED) == 6
+    with django_assert_num_queries(2):  # to a status not finished, from one not finished: nothing to count
+        assert Greeting.queue_items().filter(status=Status.PENDING).update(status="Parked") == 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -48,23 +48,23 @@ def test_drop_expired__deletes_waiting_messages_past_their_expiry_only():
     assert sorted(Greeting.queue_model.objects.values_list("status", flat=True)) == [Status.LEASED, Status.PENDING]
 
 
-def test_tidy__does_all_three_chores():
-    """tidy abandons expired leases, purges and drops, reporting counts per chore and queue."""
+def test_tidy__does_all_four_chores():
+    """tidy abandons expired leases, purges, drops and recounts, reporting counts per chore and queue."""
     LeasedFactory.create(queue=Greeting, lease_expires_at=timezone.now() + timedelta(seconds=1))
     counts = tidy(timezone.now() + timedelta(seconds=2))
     assert counts["abandoned"]["greetings"] == 1
-    assert set(counts) == {"abandoned", "purged", "dropped"}
+    assert set(counts) == {"abandoned", "purged", "dropped", "recounted"}
     assert Greeting.queue_model.objects.get().status == Status.ABANDONED
 
 
 def test_tidy_queue__does_the_chores_of_one_queue_only():
-    """tidy_queue abandons, purges and drops in its queue and leaves the others' rows as they are."""
+    """tidy_queue abandons, purges, drops and recounts in its queue and leaves the others' rows as they are."""
     soon = timezone.now() + timedelta(seconds=1)
     later = timezone.now() + timedelta(days=2)
     LeasedFactory.create(queue=Greeting, lease_expires_at=soon)
     ProcessedFactory.create(queue=Inventory)
     LeasedFactory.create(queue=Inventory, lease_expires_at=soon)
-    assert tidy_queue(Inventory, later) == {"abandoned": 1, "purged": 1, "dropped": 0}
+    assert tidy_queue(Inventory, later) == {"abandoned": 1, "purged": 1, "dropped": 0, "recounted": 0}
     assert list(Inventory.queue_model.objects.values_list("status", flat=True)) == [Status.ABANDONED]
     assert Greeting.queue_model.objects.get().status == Status.LEASED
 
