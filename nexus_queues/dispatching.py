@@ -63,6 +63,6 @@ def _lock(due: Any, limit: int) -> list[Any]:
 
 
 def _make_pending(message_class: type[QueueMessage], ids: list[Any]) -> int:
-    return message_class.queue_items().sleeping().filter(pk__in=ids).update(
+    return message_class.queue_items().sleeping().filter(pk__in=ids).update_unfinished(
         status=Status.PENDING, updated_at=timezone.now()
     )

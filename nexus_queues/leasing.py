@@ -95,7 +95,7 @@ def abandon_expired_leases(now: datetime | None = None) -> dict[str, int]:
 
 def abandon_expired(message_class: type[QueueMessage], now: datetime) -> int:
     """Turn the queue's expired leases into Abandoned, in one statement; how many."""
-    count = message_class.queue_items().lease_expired(now).update(status=Status.ABANDONED, updated_at=now)
+    count = message_class.queue_items().lease_expired(now).update_unfinished(status=Status.ABANDONED, updated_at=now)
     if count:
         signals.send(signals.abandoned, message_class, message_class.queue_options.database, count=count, now=now)
     return count

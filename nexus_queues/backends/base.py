@@ -218,7 +218,7 @@ class Backend(Session):
             "updated_at": claim.now,
         }
         rows = claim.model.objects.using(self.alias).filter(pk__in=[i.pk for i in items])
-        rows.update(attempts=F("attempts") + 1, **changes)
+        rows.update_unfinished(attempts=F("attempts") + 1, **changes)  # they are Pending: no batch counts them
         for item in items:
             item.__dict__.update(changes, attempts=item.attempts + 1)
         return items

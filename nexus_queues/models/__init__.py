@@ -39,6 +39,13 @@ class QueueItemQuerySet(models.QuerySet):
         """Update the rows; when ``values`` set a status, the batch members it moves count in their batches."""
         return membership.updating(self, values) if "status" in values else super().update(**values)
 
+    def update_unfinished(self, **values: Any) -> int:
+        """``update()`` of rows held to statuses not finished, to another such status (a claim, a dispatch, an
+        abandon): it moves no batch counter, so it looks up no member. The caller's filter holds the rows so."""
+        if values.get("status") in membership.FINISHED:
+            raise ValueError(f"{values['status']} is finished: its moves count in batches, so write it with update().")
+        return super().update(**values)
+
     def delete(self) -> tuple[int, dict[str, int]]:
         """Delete the rows; the batch members among them not finished yet count Cancelled in their batches."""
         deleted = membership.deleting(self)

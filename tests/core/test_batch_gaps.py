@@ -103,3 +103,18 @@ def test_quarantine__an_unreadable_member_counts_error_and_the_batch_completes()
     assert counts(batch) == (2, 1, 1, 0, True)
     assert BatchReport.queue_items().get().message.batch.error == 1
     assert timezone.now() >= Batch.objects.get(pk=batch).completed_at
+
+
+@pytest.mark.django_db
+def test_update_unfinished__a_claim_dispatch_and_abandon_look_up_no_member(django_assert_num_queries):
+    """Rows moved among statuses not finished (made due, leased, abandoned) count in no batch: the hot paths write
+    them in one statement however many batch members they move, and the batch's counts stay as they were."""
+    batch, ids = members(3)
+    greetings = Greeting.queue_items()
+    with django_assert_num_queries(1):
+        assert greetings.filter(pk__in=ids).update_unfinished(status=Status.LEASED) == 3
+    with django_assert_num_queries(1):
+        assert greetings.lease_expired(timezone.now()).update_unfinished(status=Status.ABANDONED) == 0
+    assert counts(batch) == (3, 0, 0, 0, False)
+    with pytest.raises(ValueError, match="finished"):
+        greetings.update_unfinished(status=Status.PROCESSED)
