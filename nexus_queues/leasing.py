@@ -16,7 +16,7 @@ from .models import JobRun, QueueItem
 from .registry import registry
 from .retries import retried
 from .status import Status
-from .updates import Finishing, write_finishing
+from .updates import Finishing, acknowledged, read_back, write_finishing
 
 DEFAULT_LEASE_TIME = timedelta(minutes=30)
 
@@ -72,6 +72,51 @@ def finish_and_lease(
     ready.written(done)
     signals.send_items(signals.leased, items)
     return items
+
+
+def lease_again(
+    queue: type[QueueMessage] | str,
+    count: int,
+    *,
+    lease_time: timedelta = DEFAULT_LEASE_TIME,
+    correlation_id: str,
+    now: datetime | None = None,
+    run: JobRun | None = None,
+) -> list[QueueItem]:
+    """:func:`lease` after a lost connection: the rows the lost claim leased under ``correlation_id``, if it committed
+    (``run`` read back as recorded with them), else a new claim."""
+    message_class = registry.resolve(queue)
+    rows = message_class.queue_items().leased().filter(correlation_id=correlation_id)
+    items = list(rows.order_by(*message_class.queue_model.lease_ordering))
+    if not items:
+        return lease(queue, count, lease_time=lease_time, correlation_id=correlation_id, now=now, run=run)
+    if run is not None:
+        recorded = type(run).objects.using(message_class.queue_options.database)
+        run.pk = recorded.values_list("pk", flat=True).get(correlation_id=correlation_id)
+        run.leased, run._state.adding, run._state.db = len(items), False, message_class.queue_options.database
+    signals.send_items(signals.leased, items)
+    return items
+
+
+def finish_and_lease_again(
+    ready: Finishing,
+    queue: type[QueueMessage] | str,
+    count: int,
+    *,
+    lease_time: timedelta = DEFAULT_LEASE_TIME,
+    correlation_id: str,
+    now: datetime | None = None,
+    run: JobRun,
+) -> list[QueueItem]:
+    """:func:`finish_and_lease` after a lost connection: the acknowledgement written unless it committed (then
+    reported from its rows), and :func:`lease_again`; or both again, in one statement, when neither committed."""
+    if not ready.reported:  # else it was written on its own, before the claim that was lost
+        if not acknowledged(ready.finish.run, registry.resolve(queue).queue_options.database):
+            return finish_and_lease(
+                ready, queue, count, lease_time=lease_time, correlation_id=correlation_id, now=now, run=run
+            )
+        read_back(ready)
+    return lease_again(queue, count, lease_time=lease_time, correlation_id=correlation_id, now=now, run=run)
 
 
 def _claim(

@@ -108,6 +108,31 @@ def write_finishing(ready: Finishing) -> None:
     ready.written(retried(backend.alias, partial(backend.finish_processed, ready.finish)))
 
 
+def acknowledged(run: JobRun, alias: str) -> bool:
+    """Has ``run``'s acknowledgement committed? It saves the run's row finished in its own transaction, so the row
+    tells, when the connection was lost with the commit's reply."""
+    return type(run).objects.using(alias).filter(pk=run.pk, finished_at__isnull=False).exists()
+
+
+def write_finishing_again(ready: Finishing) -> None:
+    """:func:`write_finishing` after a lost connection, unless the lost statement had committed (then
+    :func:`read_back`)."""
+    if acknowledged(ready.finish.run, ready.finish.model.message_class.queue_options.database):
+        read_back(ready)
+    else:
+        write_finishing(ready)
+
+
+def read_back(ready: Finishing) -> None:
+    """Report a run's acknowledgement that committed though its reply was lost, from the rows it left: those gone,
+    or Processed under its run's lease at its finish time."""
+    finish = ready.finish
+    rows = finish.model.message_class.queue_items().filter(pk__in=finish.ids)
+    others = set(rows.exclude(status=Status.PROCESSED, correlation_id=finish.run.correlation_id,
+                              processed_at=finish.run.finished_at).values_list("pk", flat=True))
+    ready.written([pk for pk in finish.ids if pk not in others])
+
+
 def mark_error(
     items: Iterable[QueueItem], exc: BaseException, *, now: datetime | None = None, fields: Sequence[str] = ()
 ) -> list[int]:

@@ -17,6 +17,7 @@ from pytest_django import DjangoDbBlocker
 
 from nexus_queues.messages import QueueMessage
 from nexus_queues.registry import registry
+from tests import pgcluster
 from tests.commands import ROOT
 from tests.required import REQUIRED, missing
 
@@ -66,6 +67,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 SLOW_FIXTURES = {
     "page", "spark", "frame", "spark_cluster", "java", "broker", "manage", "run_python", "run_django", "demo_python",
+    "pg_cluster",
 }  # fmt: skip
 """A test using one of these (a browser, Spark, the broker, processes of its own) takes seconds: it is marked slow."""
 
@@ -153,3 +155,13 @@ def java() -> None:
     """Spark runs on the machine's Java: the tests that start Spark skip without it (fail in CI)."""
     if not shutil.which("java"):
         missing("no Java for Spark", "apt-get install openjdk-17-jre-headless (or put java on PATH)")
+
+
+@pytest.fixture
+def pg_cluster() -> Iterator[pgcluster.Cluster]:
+    """A throwaway PostgreSQL cluster of the test's own, running (the test may stop and start it); removed after."""
+    if not pgcluster.available():
+        missing("no PostgreSQL server binaries (initdb, pg_ctl) for a cluster of the test's own",
+                "apt-get install postgresql")
+    with pgcluster.started() as cluster:
+        yield cluster

@@ -48,7 +48,7 @@ def start(server: dict[str, Any], pool_mode: str = "transaction") -> Bouncer:
     """Start PgBouncer in front of the server of Django's database settings ``server`` (any database name on it)."""
     folder = Path(tempfile.mkdtemp(prefix="nexus_pgbouncer_"))
     folder.chmod(0o755)  # PgBouncer, run as another user, reads its files here
-    port = _free_port()
+    port = free_port()
     target = f"host={server.get('HOST') or '127.0.0.1'} port={server.get('PORT') or 5432}"
     if server.get("USER"):
         target += f" user={server['USER']}" + (f" password={server['PASSWORD']}" if server.get("PASSWORD") else "")
@@ -96,7 +96,8 @@ def _exists(user: str) -> bool:
     return True
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port free now on 127.0.0.1, so that two runs on one machine start their servers on different ports."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])

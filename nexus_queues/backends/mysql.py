@@ -7,7 +7,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import QuerySet
 
 from ..changes import Change
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..models import QueueItem
 
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+LOST = {(code,) for code in (1053, 1927, 2003, 2006, 2013, 2055, 4031)}
+"""The errors of a lost connection: the server shutting down, the connection killed, refused, gone away, lost during
+a query or a read, closed as idle."""
 TURN_WAIT = 365 * 24 * 3600
 """Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
 ROW_LOCK_WAIT = 1073741824
@@ -78,6 +81,9 @@ class MySQLBackend(Backend):
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return error.args[:1] == (ER_LOCK_DEADLOCK,)
+
+    def lost(self, error: DatabaseError | InterfaceError) -> bool:
+        return super().lost(error) or (isinstance(error, OperationalError) and error.args[:1] in LOST)
 
     def upsert(
         self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, idempotent: bool, notify: bool

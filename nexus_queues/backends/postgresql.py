@@ -7,7 +7,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, models, transaction
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.signals import post_save, pre_save
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 MERGE_LOCK_SPACE = 0x6E710001
 """The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
+CONNECTION_EXCEPTION, SHUTTING_DOWN = "08", {"57P01", "57P02", "57P03"}
+"""The SQLSTATEs of a lost connection: class 08, and the server shutting down (admin, crash) or starting up."""
 HELD_LOCK_SPACE = 0x6E710002
 """The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
 
@@ -302,6 +304,12 @@ class PostgresBackend(Backend):
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
+    def lost(self, error: DatabaseError | InterfaceError) -> bool:
+        # psycopg's OperationalError without an SQLSTATE is the connection's (refused, closed unexpectedly).
+        state = getattr(error.__cause__, "sqlstate", None)
+        connection = state is None or state.startswith(CONNECTION_EXCEPTION) or state in SHUTTING_DOWN
+        return super().lost(error) or (isinstance(error, OperationalError) and connection)
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.

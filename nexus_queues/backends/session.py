@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.apps import apps
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, InterfaceError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..changes import Change, Column
@@ -122,6 +122,12 @@ class Session:
         SQLite has no row locks: its transactions that write take the write lock first.
         """
         return False
+
+    def lost(self, error: DatabaseError | InterfaceError) -> bool:
+        """Was ``error`` the connection's (lost, refused, the server shutting down) rather than the statement's, so
+        that the statement may not have reached the server, or its reply not come back? Django's InterfaceError is
+        a connection already closed; SQLite's connection is a file, which has no other."""
+        return isinstance(error, InterfaceError)
 
     def hold(self, name: str) -> AbstractContextManager[None]:
         """Hold lock ``name`` (taken at once; no one else uses it) until the block ends or this process dies.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from django.db import reset_queries
 from django.utils import timezone
 
+from ..backoff import Backoff
 from ..connections import reset_connections
 from ..failures import message_of
 from ..updates import renew_leases
@@ -32,6 +33,11 @@ class _Held:
     items: Sequence[QueueItem]
     lease_time: timedelta
     renew_at: float = field(default=0.0)
+    failures: Backoff = field(init=False)
+    """The renewals that failed in a row: the next one comes sooner than the interval (the database restarted)."""
+
+    def __post_init__(self) -> None:
+        self.failures = Backoff("lease renewal", self.lease_time / RENEWALS_PER_LEASE)
 
 
 class LeaseRenewal(BeatingThread):
@@ -72,18 +78,23 @@ class LeaseRenewal(BeatingThread):
             now = time.monotonic()
             for correlation_id, held in self._held.items():
                 if held.renew_at <= now:
-                    self._renew(correlation_id, held)
-                    held.renew_at = now + held.lease_time.total_seconds() / RENEWALS_PER_LEASE
+                    held.renew_at = now + self._renew(correlation_id, held)
             self._next_beat = min((h.renew_at for h in self._held.values()), default=now + 60)
             return self._next_beat - now
 
-    def _renew(self, correlation_id: str, held: _Held) -> None:
+    def _renew(self, correlation_id: str, held: _Held) -> float:
+        """Renew ``held``'s leases; the seconds until the next renewal: a full interval, or a growing pause after a
+        failure, so that a database back from a restart renews them well before they end."""
         try:
             renew_leases(held.items, timezone.now() + held.lease_time)
         except Exception as exc:  # a renewal thread that ended would let every long job lose its lease
+            held.failures.record_failure()
             logger.warning(
-                "Could not renew %s lease(s) (%s: %s); retrying at the next beat.", len(held.items),
-                type(exc).__name__, message_of(exc),
+                "Could not renew %s lease(s) (%s: %s); retrying in %.1f s.", len(held.items),
+                type(exc).__name__, message_of(exc), held.failures.pause(),
                 extra={"action": "lease_renewal", "nexus.correlation_id": correlation_id},
             )
             reset_connections()
+            return held.failures.pause()
+        held.failures.reset()
+        return held.lease_time.total_seconds() / RENEWALS_PER_LEASE

@@ -7,7 +7,7 @@ import os
 import socket
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -23,13 +23,23 @@ from ..connections import DATABASE_ERRORS, reset_connections
 from ..exceptions import MessageCancelled, TimeLimitExceeded, UnstorableValue
 from ..failures import message_of
 from ..jobs.queue_jobs import Outcome, QueueJob, in_hand
-from ..leasing import finish_and_lease, lease
+from ..leasing import finish_and_lease, finish_and_lease_again, lease, lease_again
 from ..limited_claims import wake_on_release
 from ..limits import check_datetime
 from ..models import JobRun, QueueItem
-from ..retries import atomic_retried
+from ..retries import atomic_retried, outlasting
 from ..throughput import Throughput
-from ..updates import Finishing, finishing, mark_error, mark_processed, reschedule, retry_later, write_finishing
+from ..updates import (
+    Finishing,
+    acknowledged,
+    finishing,
+    mark_error,
+    mark_processed,
+    reschedule,
+    retry_later,
+    write_finishing,
+    write_finishing_again,
+)
 from .lease_renewal import LeaseRenewal
 from .logs import correlation_id
 from .time_limits import TimeLimits
@@ -103,7 +113,7 @@ class Acknowledgement:
     def write(self) -> None:
         """Write it on its own (no claim follows), unless a claim wrote it already."""
         if not self.ready.reported:
-            write_finishing(self.ready)
+            _write(self.ready)
             self.finished()
 
     def finished(self) -> None:
@@ -133,7 +143,8 @@ def _run(
             processed = _process(instance, items, limits)
         finally:
             renewal.release(cid)
-        return len(items), run, _acknowledge(instance, run, _classify(instance, items, processed), chain=chain)
+        outcome = _classify(instance, items, processed)
+        return len(items), run, _acknowledge(instance, run, outcome, until=_lease_end(items), chain=chain)
     finally:
         correlation_id.reset(token)
 
@@ -144,20 +155,30 @@ def worker_name() -> str:
 
 
 def _lease(job: type[QueueJob], cid: str, previous: Acknowledgement | None) -> tuple[list[QueueItem], JobRun]:
+    """The run's claim (``previous`` written by it), which a lost connection does not lose while a lease lasts: the
+    new one's, or the previous run's."""
     options = job.message_class.queue_options
     now = timezone.now()
     run = new(JobRun, job=job.name(), queue=options.queue, correlation_id=cid, worker=worker_name(), started_at=now)
-    if previous is None:
-        items = lease(
-            job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid, now=now, run=run
-        )
-    else:
-        items = finish_and_lease(
-            previous.ready, job.message_class, job.batch_size, lease_time=job.lease_time, correlation_id=cid,
-            now=now, run=run,
-        )
+    until = now + job.lease_time if previous is None else _lease_end(previous.ready.items)
+    claim = partial(_claim, job, run, now, previous)
+    items = outlasting(options.database, until, partial(claim, again=False), partial(claim, again=True),
+                       f"the claim of run {cid}")
+    if previous is not None:
         previous.finished()
     return items, run
+
+
+def _claim(
+    job: type[QueueJob], run: JobRun, now: datetime, previous: Acknowledgement | None, *, again: bool
+) -> list[QueueItem]:
+    """:func:`lease` for ``run`` (:func:`finish_and_lease` with ``previous``), or ``again`` after a lost connection."""
+    queue, count, cid, lease_time = job.message_class, job.batch_size, run.correlation_id, job.lease_time
+    if previous is None:
+        claim = lease_again if again else lease
+        return claim(queue, count, lease_time=lease_time, correlation_id=cid, now=now, run=run)
+    write = finish_and_lease_again if again else finish_and_lease
+    return write(previous.ready, queue, count, lease_time=lease_time, correlation_id=cid, now=now, run=run)
 
 
 def _process(job: QueueJob, items: Sequence[QueueItem], limits: TimeLimits | None) -> _Processed:
@@ -284,9 +305,11 @@ def _retry_at(job: QueueJob, item: QueueItem, now: datetime) -> datetime | None:
     return retry
 
 
-def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified, *, chain: bool = False) -> Acknowledgement | None:
-    """Write the run's outcome; with ``chain``, an acknowledgement of one statement is returned instead, to be written
-    with the next claim."""
+def _acknowledge(
+    job: QueueJob, run: JobRun, outcome: _Classified, *, until: datetime, chain: bool = False
+) -> Acknowledgement | None:
+    """Write the run's outcome, trying again after a lost connection until ``until`` (its lease's end); with ``chain``,
+    an acknowledgement of one statement is returned instead, to be written with the next claim."""
     alias = job.message_class.queue_options.database
     now = timezone.now()
     unreadable = run.errors  # a claim that met rows Python cannot read counted them as errors already
@@ -318,11 +341,31 @@ def _acknowledge(job: QueueJob, run: JobRun, outcome: _Classified, *, chain: boo
     if ready is not None and chain:
         return Acknowledgement(job, ready)
     if ready is not None:
-        write_finishing(ready)
+        _write(ready)
     else:
-        atomic_retried(alias, record)
+        first = partial(atomic_retried, alias, record)
+        again = partial(_unless_acknowledged, run, alias, first)
+        outlasting(alias, until, first, again, f"the acknowledgement of run {run.correlation_id}")
     _acknowledged(job, run)
     return None
+
+
+def _write(ready: Finishing) -> None:
+    """:func:`write_finishing`, trying again after a lost connection while the run's leases last."""
+    outlasting(ready.finish.model.message_class.queue_options.database, _lease_end(ready.items),
+               partial(write_finishing, ready), partial(write_finishing_again, ready),
+               f"the acknowledgement of run {ready.finish.run.correlation_id}")
+
+
+def _unless_acknowledged(run: JobRun, alias: str, acknowledge: Callable[[], None]) -> None:
+    """``acknowledge()`` after a lost connection, unless the lost attempt had committed."""
+    if not acknowledged(run, alias):
+        acknowledge()
+
+
+def _lease_end(items: Sequence[QueueItem]) -> datetime:
+    """When the first of the leases of ``items`` ends (now, when none is held: a settled item's was given up)."""
+    return min((item.lease_expires_at for item in items if item.lease_expires_at is not None), default=timezone.now())
 
 
 def _acknowledged(job: QueueJob, run: JobRun) -> None:

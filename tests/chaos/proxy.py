@@ -1,5 +1,6 @@
-"""A TCP proxy in front of the real broker whose replies a test can hold back: a broker that takes messages but
-does not answer, on a connection that stays up."""
+"""A TCP proxy in front of a real server (the broker, a database) whose replies a test can hold back (a broker that
+takes messages but does not answer, on a connection that stays up) or drop with the connection (a database that
+committed a transaction whose reply never came)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from types import TracebackType
 
 
 class Proxy:
-    """Forwards 127.0.0.1:``port`` to the broker at ``target``; while :meth:`hold` is on, the broker's bytes wait."""
+    """Forwards 127.0.0.1:``port`` to the server at ``target``; while :meth:`hold` is on, the server's bytes wait."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -20,12 +21,21 @@ class Proxy:
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
+        self._drop_after: bytes | None = None
+        self._dropping = threading.Event()
         self.connections = 0
+        self.dropped = 0
+        """Connections closed by :meth:`drop_reply_after`."""
         threading.Thread(target=self._accept, daemon=True).start()
 
     def hold(self) -> None:
         """Keep what the broker sends from here on, until :meth:`release`."""
         self._flowing.clear()
+
+    def drop_reply_after(self, marker: bytes = b"") -> None:
+        """Once a client sends bytes holding ``marker`` (any bytes: ``b""``), close its connection in place of the
+        server's reply: the server did the work, the client never hears of it. Once only."""
+        self._drop_after = marker
 
     def release(self) -> None:
         """Pass on what the broker sent, and whatever it sends next."""
@@ -57,6 +67,9 @@ class Proxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self._closed.is_set():  # closing the listener did not end an accept() already waiting
+                _close(client)
+                return
             broker = socket.create_connection(self.target)
             with self._lock:
                 self._sockets += [client, broker]
@@ -69,6 +82,13 @@ class Proxy:
             while data := source.recv(65536):
                 if from_broker:
                     self._flowing.wait()
+                    if self._dropping.is_set():
+                        self._dropping.clear()
+                        self.dropped += 1
+                        break
+                elif self._drop_after is not None and self._drop_after in data:
+                    self._drop_after = None
+                    self._dropping.set()
                 sink.sendall(data)
         except OSError:
             pass
