@@ -95,6 +95,11 @@ class DrainDidNotEnd(NexusQueuesError):
         )
 
 
+class WrongWakeupDatabase(ConfigurationError):
+    """A ``WAKEUP_DATABASES`` alias reaches another database than the alias it stands for (another server's, of the
+    same name): wake-ups would be listened for, and session locks held, there."""
+
+
 class NotMigrated(ConfigurationError):
     """The database lacks tables the worker needs: run ``manage.py migrate``."""
 

@@ -10,7 +10,8 @@ from django.core import checks
 
 from .backends import Backend, backend_for
 from .conf import settings
-from .exceptions import ConfigurationError
+from .connections import DATABASE_ERRORS
+from .exceptions import ConfigurationError, WrongWakeupDatabase
 
 PREPARED_BEHIND_POOLER, PROXY_NOT_DECLARED, BAD_WAKEUP_DATABASE = (
     "nexus_queues.W005", "nexus_queues.W006", "nexus_queues.E011"
@@ -28,6 +29,26 @@ def wakeup_alias(alias: str) -> str | None:
     itself, or None when ``alias`` goes through a transaction pooler without one (its loops poll)."""
     direct = session_alias(alias)
     return None if direct == alias and backend_for(alias).transaction_pooled() else direct
+
+
+def another_database(alias: str) -> str:
+    """What shows ``alias``'s ``WAKEUP_DATABASES`` alias reaching another database than ``alias`` (another server's, of
+    the same name), asked of both servers with a query each; "" when they reach the same one, or there is no entry."""
+    direct = session_alias(alias)
+    if direct == alias:
+        return ""
+    reached = {name: backend_for(name).reached() for name in (alias, direct)}
+    if reached[alias] == reached[direct]:
+        return ""
+    return f"they reach different databases: {alias!r} reaches {reached[alias]}; {direct!r} reaches {reached[direct]}."
+
+
+def checked_session_alias(alias: str) -> str:
+    """:func:`session_alias`, once both servers said it reaches ``alias``'s database (else
+    :class:`WrongWakeupDatabase`)."""
+    if problem := another_database(alias):
+        raise WrongWakeupDatabase(f"NEXUS_QUEUES['WAKEUP_DATABASES'][{alias!r}] = {session_alias(alias)!r}: {problem}")
+    return session_alias(alias)
 
 
 def check_prepared_statements(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -48,17 +69,19 @@ def check_prepared_statements(app_configs: Any = None, **kwargs: Any) -> list[ch
     ]
 
 
-def check_wakeup_databases(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """Each ``WAKEUP_DATABASES`` entry pairs two PostgreSQL aliases of one database, the second a direct one."""
+def check_wakeup_databases(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Each ``WAKEUP_DATABASES`` entry pairs two PostgreSQL aliases of one database, the second a direct one. Without
+    ``--database`` the settings tell only the database's name; with it, naming either alias, the servers are asked
+    which database each alias reaches."""
     entries = _setting("WAKEUP_DATABASES")
     if not isinstance(entries, dict):  # None, or a wrong type that check_settings reports
         return []
     return [
         checks.Error(f"NEXUS_QUEUES['WAKEUP_DATABASES'][{alias!r}] = {direct!r}: {problem}",
                      hint="Map each alias behind a transaction pooler to an alias of a direct connection (a "
-                     "session) to the same PostgreSQL database.", id=BAD_WAKEUP_DATABASE)
+                     "session) to the same PostgreSQL database, on the same server.", id=BAD_WAKEUP_DATABASE)
         for alias, direct in entries.items()
-        if (problem := _wakeup_problem(alias, direct))
+        if (problem := _wakeup_problem(alias, direct, queried=bool({alias, direct} & set(databases or ()))))
     ]
 
 
@@ -82,8 +105,9 @@ def check_proxies(app_configs: Any = None, databases: Any = None, **kwargs: Any)
     return found
 
 
-def _wakeup_problem(alias: str, direct: str) -> str:
-    """What is wrong with the entry ``alias: direct``, or ""."""
+def _wakeup_problem(alias: str, direct: str, *, queried: bool) -> str:
+    """What is wrong with the entry ``alias: direct``, or ""; ``queried``: the servers are asked which database each
+    alias reaches, rather than the settings which database they name (a proxy may name it otherwise)."""
     known = dict(_backends())
     for name in (alias, direct):
         if name not in django_settings.DATABASES:
@@ -92,10 +116,20 @@ def _wakeup_problem(alias: str, direct: str) -> str:
             return f"database {name!r} is not PostgreSQL, which alone has LISTEN/NOTIFY."
     if known[direct].transaction_pooled():
         return f"database {direct!r} goes through a transaction pooler too (DISABLE_SERVER_SIDE_CURSORS)."
+    if queried:
+        return _reached_problem(alias)
     names = [known[name].connection.settings_dict["NAME"] for name in (alias, direct)]
     if names[0] != names[1]:
         return f"they name different databases ({names[0]!r} and {names[1]!r})."
     return ""
+
+
+def _reached_problem(alias: str) -> str:
+    """:func:`another_database`, or why the servers could not be asked."""
+    try:
+        return another_database(alias)
+    except DATABASE_ERRORS as exc:
+        return f"the servers could not be asked which database each reaches ({' '.join(str(exc).split())})."
 
 
 def _backends() -> list[tuple[str, Backend]]:

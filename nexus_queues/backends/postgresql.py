@@ -349,6 +349,12 @@ class PostgresBackend(Backend):
     def transaction_pooled(self) -> bool:
         return bool(self.connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"))
 
+    def reached(self) -> str | None:
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.sql.REACHED.text)
+            database, system, started = cursor.fetchone()
+        return f"database {database!r} of the server of system identifier {system} started at {started.isoformat()}"
+
     def proxy(self) -> str | None:
         with self.connection.cursor() as cursor:
             cursor.execute(self.sql.SERVER_PORT.text)

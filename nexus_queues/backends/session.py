@@ -96,6 +96,11 @@ class Session:
         params = self.connection.settings_dict
         return f"{self.connection.vendor}://{params['HOST']}:{params['PORT']}/{params['NAME']}"
 
+    def reached(self) -> str | None:
+        """Which database on which server this connection reaches, asked of the server: the same whatever the route
+        (a proxy, another host name); None where the engine cannot say (only PostgreSQL's aliases are compared)."""
+        return None
+
     # --- transactions and locks ----------------------------------------------------
 
     def shared_between_processes(self) -> bool:

@@ -8,7 +8,7 @@ import select
 from collections.abc import Iterable
 
 from ..backends import Listener, backend_for
-from ..pooling import wakeup_alias
+from ..pooling import another_database, wakeup_alias
 
 logger = logging.getLogger("nexus_queues.wakeups")
 
@@ -22,7 +22,8 @@ class Wakeups:
     With ``listen`` on, one listener per database alias: a LISTENing connection on PostgreSQL, which
     hears enqueues from every host, elsewhere a socket that hears this host's. A lost listener is
     reopened on a later wait, and polling (the timeout) stays the fallback meanwhile. An alias behind
-    a transaction pooler is listened to on its ``WAKEUP_DATABASES`` alias, or polled, with a warning.
+    a transaction pooler is listened to on its ``WAKEUP_DATABASES`` alias, or polled, with a warning; an alias that
+    reaches another database (another server's of the same name) is never listened to, and said so as an error.
     """
 
     def __init__(self, aliases: Iterable[str], *, listen: bool) -> None:
@@ -35,6 +36,8 @@ class Wakeups:
                     "NEXUS_QUEUES['WAKEUP_DATABASES'] to wake at once.", alias, extra={"action": "listen"},
                 )
         self._aliases = [a for a in dict.fromkeys(map(wakeup_alias, listened)) if a is not None]
+        self._unchecked = {alias: direct for alias in listened if (direct := wakeup_alias(alias)) not in (None, alias)}
+        """The aliases whose ``WAKEUP_DATABASES`` alias is yet to be asked whether it reaches their database."""
         self._listeners: dict[str, Listener] = {}
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
@@ -47,15 +50,32 @@ class Wakeups:
 
     def connect(self) -> None:
         """Open the listeners not open yet; failures are logged and retried on a later wait."""
-        for alias in self._aliases:
+        for alias in list(self._aliases):
             if alias not in self._listeners:
                 try:
+                    if self._elsewhere(alias):
+                        continue
                     self._listeners[alias] = backend_for(alias).listen()
                     logger.info("Listening for wake-ups on %s.", alias, extra={"action": "listen"})
                 except Exception as exc:  # the driver's own errors, e.g. the server is down
                     logger.warning(
                         "Cannot listen on %s (%s); polling meanwhile.", alias, exc, extra={"action": "listen"}
                     )
+
+    def _elsewhere(self, listened: str) -> bool:
+        """Does ``listened``, a ``WAKEUP_DATABASES`` alias, reach another database than an alias it stands for? Then
+        it is logged as an error once and never listened to: those queues are polled."""
+        for alias in [alias for alias, direct in self._unchecked.items() if direct == listened]:
+            problem = another_database(alias)
+            del self._unchecked[alias]
+            if problem:
+                logger.error(
+                    "NEXUS_QUEUES['WAKEUP_DATABASES'][%r] = %r: %s Its queues are polled; fix the setting (manage.py "
+                    "check --database %s says so).", alias, listened, problem, alias, extra={"action": "listen"},
+                )
+                self._aliases.remove(listened)
+                return True
+        return False
 
     def nudge(self) -> None:
         """Wake the waiting loop now (safe from a signal handler or another thread)."""

@@ -20,6 +20,11 @@ class PostgresStatements(Statements):
         "The port the server listens on (a connection that reached another one goes through a proxy).",
         "SELECT current_setting('port')::int",
     )
+    # A standby shares its primary's system identifier: the start time tells them apart.
+    REACHED = Statement(
+        "The database a connection reaches, and its server's system identifier and start time.",
+        "SELECT current_database(), system_identifier, pg_postmaster_start_time() FROM pg_control_system()",
+    )
     JSON_FROM_TEXT = Statement("A text column's value as a jsonb column's.", "{}::jsonb")
     HEADERS_IN_BATCH = Statement(
         "Staged headers that name batch {batch}, so that the merge stores its messages as the batch's members.",

@@ -3,7 +3,8 @@
 The lock belongs to the driver's database connection (PostgreSQL: a session advisory lock; MariaDB/MySQL:
 GET_LOCK; SQLite: a file lock beside the database), so the database or the operating system releases it
 the moment the driver's process dies, however it dies: no heartbeat, no clock, no delay. Behind a transaction
-pooler (PgBouncer) the lock is held on the alias's direct connection of ``WAKEUP_DATABASES``.
+pooler (PgBouncer) the lock is held on the alias's direct connection of ``WAKEUP_DATABASES``, once both servers said
+it reaches the same database (a lock held on another server would leave the sync shown failed while it runs).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...backends import backend_for
-from ...pooling import session_alias
+from ...pooling import checked_session_alias
 from .models import Sync
 
 STOPPED = "The sync's driver stopped before the sync finished: nothing was stored."
@@ -32,7 +33,7 @@ def watched(alias: str, queue: str) -> Iterator[Sync]:
     with ExitStack() as stack:
         with transaction.atomic(using=alias):  # held before the record is seen: never running without it
             record = Sync.objects.using(alias).create(queue=queue, watched=True)
-            stack.enter_context(backend_for(session_alias(alias)).hold(lock_name(record.pk)))
+            stack.enter_context(backend_for(checked_session_alias(alias)).hold(lock_name(record.pk)))
         yield record
 
 
