@@ -12,9 +12,10 @@ from .backends import Backend, backend_for
 from .conf import settings
 from .connections import DATABASE_ERRORS
 from .exceptions import ConfigurationError, WrongWakeupDatabase
+from .failures import message_of
 
-PREPARED_BEHIND_POOLER, PROXY_NOT_DECLARED, BAD_WAKEUP_DATABASE = (
-    "nexus_queues.W005", "nexus_queues.W006", "nexus_queues.E011"
+PREPARED_BEHIND_POOLER, PROXY_NOT_DECLARED, WAKEUP_DATABASE_UNASKED, BAD_WAKEUP_DATABASE = (
+    "nexus_queues.W005", "nexus_queues.W006", "nexus_queues.W007", "nexus_queues.E011"
 )
 
 
@@ -72,17 +73,28 @@ def check_prepared_statements(app_configs: Any = None, **kwargs: Any) -> list[ch
 def check_wakeup_databases(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Each ``WAKEUP_DATABASES`` entry pairs two PostgreSQL aliases of one database, the second a direct one. Without
     ``--database`` the settings tell only the database's name; with it, naming either alias, the servers are asked
-    which database each alias reaches."""
+    which database each alias reaches (a warning when they cannot be)."""
     entries = _setting("WAKEUP_DATABASES")
     if not isinstance(entries, dict):  # None, or a wrong type that check_settings reports
         return []
-    return [
-        checks.Error(f"NEXUS_QUEUES['WAKEUP_DATABASES'][{alias!r}] = {direct!r}: {problem}",
-                     hint="Map each alias behind a transaction pooler to an alias of a direct connection (a "
-                     "session) to the same PostgreSQL database, on the same server.", id=BAD_WAKEUP_DATABASE)
-        for alias, direct in entries.items()
-        if (problem := _wakeup_problem(alias, direct, queried=bool({alias, direct} & set(databases or ()))))
-    ]
+    found: list[checks.CheckMessage] = []
+    for alias, direct in entries.items():
+        entry = f"NEXUS_QUEUES['WAKEUP_DATABASES'][{alias!r}] = {direct!r}"
+        try:
+            problem = _wakeup_problem(alias, direct, queried=bool({alias, direct} & set(databases or ())))
+        except DATABASE_ERRORS as exc:
+            error = " ".join(message_of(exc).split())
+            found.append(checks.Warning(
+                f"{entry}: the servers could not be asked which database each alias reaches ({error}).",
+                hint="Run the check again once both servers answer.", id=WAKEUP_DATABASE_UNASKED,
+            ))
+            continue
+        if problem:
+            found.append(checks.Error(
+                f"{entry}: {problem}", hint="Map each alias behind a transaction pooler to an alias of a direct "
+                "connection (a session) to the same PostgreSQL database, on the same server.", id=BAD_WAKEUP_DATABASE,
+            ))
+    return found
 
 
 def check_proxies(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -107,7 +119,8 @@ def check_proxies(app_configs: Any = None, databases: Any = None, **kwargs: Any)
 
 def _wakeup_problem(alias: str, direct: str, *, queried: bool) -> str:
     """What is wrong with the entry ``alias: direct``, or ""; ``queried``: the servers are asked which database each
-    alias reaches, rather than the settings which database they name (a proxy may name it otherwise)."""
+    alias reaches, rather than the settings which database they name (a proxy may name it otherwise); their errors
+    reach the caller."""
     known = dict(_backends())
     for name in (alias, direct):
         if name not in django_settings.DATABASES:
@@ -117,19 +130,11 @@ def _wakeup_problem(alias: str, direct: str, *, queried: bool) -> str:
     if known[direct].transaction_pooled():
         return f"database {direct!r} goes through a transaction pooler too (DISABLE_SERVER_SIDE_CURSORS)."
     if queried:
-        return _reached_problem(alias)
+        return another_database(alias)
     names = [known[name].connection.settings_dict["NAME"] for name in (alias, direct)]
     if names[0] != names[1]:
         return f"they name different databases ({names[0]!r} and {names[1]!r})."
     return ""
-
-
-def _reached_problem(alias: str) -> str:
-    """:func:`another_database`, or why the servers could not be asked."""
-    try:
-        return another_database(alias)
-    except DATABASE_ERRORS as exc:
-        return f"the servers could not be asked which database each reaches ({' '.join(str(exc).split())})."
 
 
 def _backends() -> list[tuple[str, Backend]]:

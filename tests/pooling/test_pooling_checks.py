@@ -6,6 +6,7 @@ from django.test import override_settings
 
 from nexus_queues.checks import check_settings
 from nexus_queues.pooling import check_prepared_statements, check_proxies, check_wakeup_databases, wakeup_alias
+from tests.pgbouncer import free_port
 
 postgresql = pytest.mark.engines("postgresql")
 both_aliases = pytest.mark.django_db(databases=["default", "queues"])
@@ -71,6 +72,20 @@ def test_check_wakeup_databases__refuses_another_database(monkeypatch):
     with override_settings(NEXUS_QUEUES={"WAKEUP_DATABASES": {"default": "queues"}}):
         found = check_wakeup_databases()
     assert ids(found) == ["nexus_queues.E011"] and "they name different databases" in found[0].msg
+
+
+@postgresql
+@both_aliases
+def test_check_wakeup_databases__warns_when_a_server_cannot_be_asked(monkeypatch):
+    """With --database, a direct alias whose server does not answer is a warning (W007), not an error that would stop
+    migrate."""
+    connections["queues"].close()
+    monkeypatch.setitem(connections["queues"].settings_dict, "PORT", free_port())
+    with override_settings(NEXUS_QUEUES={"WAKEUP_DATABASES": {"default": "queues"}}):
+        found = check_wakeup_databases(databases=["default"])
+    connections["queues"].close()
+    assert ids(found) == ["nexus_queues.W007"]
+    assert "could not be asked which database each alias reaches" in found[0].msg
 
 
 @pytest.mark.engines("sqlite", "mysql")
