@@ -34,9 +34,8 @@ statements (a transaction) where all processed takes one."""
 T = TypeVar("T")
 PORTS = {"postgresql": 5432, "mysql": 3306}
 EXECUTE = b"E\x00\x00\x00\x09\x00\x00\x00\x00\x00"
-"""PostgreSQL's Execute message (unnamed portal, every row): a statement run, its reply sent once it committed."""
-
-
+"""PostgreSQL's Execute message (unnamed portal, every row): a statement run, its reply sent once it committed (a
+first Parse, which psycopg sends on its own before a statement it prepares, is let through)."""
 COMMIT = {"postgresql": b"COMMIT", "mysql": b"\x03COMMIT"}
 """A COMMIT as the client sends it (MariaDB's query command byte first: its SET AUTOCOMMIT holds the word too)."""
 
