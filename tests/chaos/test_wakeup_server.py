@@ -4,7 +4,6 @@ says so as an error and polls rather than listen there, and a Spark driver takes
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +18,7 @@ from nexus_queues.contrib.spark.drivers import watched
 from nexus_queues.contrib.spark.models import Sync
 from nexus_queues.exceptions import WrongWakeupDatabase
 from nexus_queues.pooling import check_wakeup_databases
-from tests.commands import reports, wait_until
+from tests.commands import reports, stop_workers, wait_until
 from tests.pgcluster import Cluster
 from tests.pooling.conftest import bouncer, files, manage, pooled  # noqa: F401  (the PgBouncer fixtures)
 from tests.testapp.queues import Greeting
@@ -75,8 +74,7 @@ def test_nexus_worker__polls_with_an_error_rather_than_listen_on_another_server(
         worker.log()
     enqueue(Greeting(name="hello"))
     wait_until(lambda: reports(files), "the polling worker to process the message", worker)
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.finish() == 0
+    stop_workers(worker)
     assert "Listening for wake-ups" not in worker.log()
 
 
