@@ -1,4 +1,5 @@
-"""What every engine stores and Python reads back: the range of times and how deep JSON may nest."""
+"""What every engine stores and Python reads back: the range of times and of integers, how deep JSON may nest, and
+which text."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ LATEST_DATETIME = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
 MAX_JSON_DEPTH = 31
 """How deep objects and arrays may nest in a message or its headers, the outermost counting as 1
 (MariaDB's JSON_VALID refuses 32)."""
+
+MIN_INTEGER, MAX_INTEGER = -(2**63), 2**63 - 1
+"""The integers a message may hold: the signed 64-bit range, which every engine's JSON reads back exactly (SQLite's
+JSON functions read a larger one as a float) and Spark's LongType holds."""
 
 _RANGE = (
     f"the supported range {EARLIEST_DATETIME.isoformat()} to {LATEST_DATETIME.isoformat()} "
@@ -40,3 +45,24 @@ def after(now: datetime, delay: timedelta) -> datetime:
         raise UnstorableValue("delay", f"now + {delay!r} is outside {_RANGE}.") from exc
     check_datetime("delay", at)
     return at
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why not every engine stores ``text`` (NUL, a lone surrogate), or None when they all do."""
+    if "\x00" in text:
+        return "holds NUL (\\x00), which PostgreSQL cannot store."
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "holds a lone surrogate (\\ud800 to \\udfff), which is not UTF-8."
+    return None
+
+
+def unstorable_integer(value: int) -> str | None:
+    """Why not every engine reads ``value`` back (outside :data:`MIN_INTEGER` to :data:`MAX_INTEGER`), or None."""
+    if MIN_INTEGER <= value <= MAX_INTEGER:
+        return None
+    # str() of an integer stops at 4300 digits: a long one is told by its size.
+    shown = value if value.bit_length() <= 128 else f"An integer of {value.bit_length()} bits"
+    return f"{shown} is outside the signed 64-bit range -2**63 to 2**63-1 (MIN_INTEGER to MAX_INTEGER)."

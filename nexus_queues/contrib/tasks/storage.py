@@ -18,7 +18,7 @@ from ...backends import backend_for
 from ...conf import settings
 from ...enqueueing import EnqueueResult, enqueue_row, resolve_placement
 from ...exceptions import NotRegistered
-from ...serialization import unstorable_text
+from ...limits import unstorable_text
 from .compat import Task, TaskResult, TaskResultDoesNotExist, TaskResultStatus, normalize_json, task_enqueued
 from .queues import TaskMessage, task_queue
 from .results import task_result
