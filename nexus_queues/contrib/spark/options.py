@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ...exceptions import InvalidArgument
+from ...limits import check_label
 from ...status import validate_status
 
 WRITE_OPTIONS = (
@@ -77,7 +78,7 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         stream=given.get("stream", ""),
         on_complete=given.get("on_complete", ""),
         on_complete_message=_json_object(given, "on_complete_message"),
-        batch_label=given.get("batch_label", ""),
+        batch_label=check_label("Option batch_label", given.get("batch_label", "")),
     )
 
 
