@@ -24,6 +24,10 @@ class ConfigurationError(NexusQueuesError, ImproperlyConfigured):
     """A queue or setting is configured wrongly; the message says how to fix it."""
 
 
+class MissingExtra(ConfigurationError):
+    """A part of nexus_queues is used without the pyproject extra that installs its library."""
+
+
 class AlreadyRegistered(ConfigurationError):
     """Two message classes claim the same queue name."""
 
