@@ -103,6 +103,11 @@ class NotMigrated(ConfigurationError):
     """The database lacks tables the worker needs: run ``manage.py migrate``."""
 
 
+class DatabaseRefused(ConfigurationError):
+    """The database server refuses the connection's settings (a database that does not exist, credentials it does not
+    take): fix ``DATABASES``; waiting does not mend it."""
+
+
 class MessageTooLarge(InvalidMessage):
     """A message takes more bytes than its database takes in one statement; nothing is stored for it.
 

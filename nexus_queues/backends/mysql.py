@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..models import QueueItem
 
 ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
+REFUSED_SETTINGS = frozenset({1044, 1045, 1049, 1130, 1698})
+"""The server's refusals of a connection's settings: no access to the database, wrong user or password, an unknown
+database, a host not allowed, a user without a password given."""
 TURN_WAIT = 365 * 24 * 3600
 """Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
 ROW_LOCK_WAIT = 1073741824
@@ -78,6 +81,9 @@ class MySQLBackend(Backend):
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return error.args[:1] == (ER_LOCK_DEADLOCK,)
+
+    def refuses_settings(self, error: Exception) -> bool:
+        return bool(error.args) and error.args[0] in REFUSED_SETTINGS
 
     def upsert(
         self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, idempotent: bool, notify: bool

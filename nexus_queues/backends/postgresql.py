@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,13 @@ MERGE_LOCK_SPACE = 0x6E710001
 """The first key of the advisory locks by which merges into one queue take turns (the second: the table's)."""
 HELD_LOCK_SPACE = 0x6E710002
 """The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
+
+REFUSED_SETTINGS = re.compile(
+    r'database ".*" does not exist|role ".*" does not exist|password authentication failed|no pg_hba\.conf entry'
+    r"|no password supplied|no such database|no such user"
+)
+"""What the server (or PgBouncer) says when it refuses a connection's settings: libpq gives no SQLSTATE for an
+error met while connecting, only the text (a server whose lc_messages is not English is retried as if down)."""
 
 
 class PostgresBackend(Backend):
@@ -302,6 +310,9 @@ class PostgresBackend(Backend):
 
     def is_deadlock(self, error: DatabaseError) -> bool:
         return getattr(error.__cause__, "sqlstate", None) == "40P01"  # deadlock_detected
+
+    def refuses_settings(self, error: Exception) -> bool:
+        return REFUSED_SETTINGS.search(str(error)) is not None
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.
