@@ -13,11 +13,11 @@ from pydantic import BaseModel
 
 from . import membership
 from .exceptions import InvalidArgument
+from .limits import check_label
 from .messages import QueueMessage, message_id_of
 from .models.batches import Batch
 from .registry import registry
-
-MAX_LABEL_LENGTH = 200
+from .serialization import canonical_json
 
 
 class BatchResult(BaseModel):
@@ -61,13 +61,11 @@ def batch(
 def create(message_class: type[QueueMessage], *, label: str = "", on_complete: QueueMessage | None = None) -> Batch:
     """A new open batch of ``message_class``'s queue, in the caller's transaction (a Spark merge's); its members
     join through :func:`membership.joined`, and :func:`membership.close` closes it."""
-    if not isinstance(label, str) or len(label) > MAX_LABEL_LENGTH:
-        raise InvalidArgument(f"A batch's label is text of at most {MAX_LABEL_LENGTH} characters, got {label!r}.")
     alias = message_class.queue_options.database
     now = timezone.now()
     return Batch.objects.using(alias).create(
         queue=message_class.queue_name(),
-        label=label,
+        label=check_label("A batch's label", label),
         created_at=now,
         counted_at=now,
         **_completion(message_class, on_complete),
@@ -75,7 +73,8 @@ def create(message_class: type[QueueMessage], *, label: str = "", on_complete: Q
 
 
 def check_completion(message_class: type[QueueMessage], on_complete: QueueMessage | None) -> None:
-    """:class:`InvalidArgument` unless ``on_complete`` can be the completion of a batch of ``message_class``."""
+    """:class:`InvalidArgument` unless ``on_complete`` can be the completion of a batch of ``message_class``
+    (:class:`UnstorableValue` when it holds a value not every engine stores)."""
     _completion(message_class, on_complete)
 
 
@@ -98,6 +97,7 @@ def _completion(message_class: type[QueueMessage], on_complete: QueueMessage | N
             f"{completion_class.queue_name()!r} is in database {database!r}, the batch's queue "
             f"{message_class.queue_name()!r} in {message_class.queue_options.database!r}."
         )
+    canonical_json(on_complete)  # an unstorable value fails here, not in the transaction that finishes the batch
     return {
         "completion_queue": completion_class.queue_name(),
         "completion_message": on_complete.model_dump(mode="json", exclude={"batch"}),

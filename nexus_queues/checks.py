@@ -1,4 +1,4 @@
-"""System checks: queue definitions, and (with ``--database``) missing tables and indexes."""
+"""System checks: queue definitions and their migrations, and (with ``--database``) missing tables and indexes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from django.apps import apps
 from django.conf import settings as django_settings
 from django.core import checks
 from django.db import connections
+from django.db.migrations.autodetector import MigrationAutodetector
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.state import ModelState, ProjectState
 from django.urls import NoReverseMatch, reverse
 
 from .conf import Settings, current_names, settings
@@ -26,6 +29,7 @@ def register() -> None:
     """Register the checks with Django (called from ``AppConfig.ready``)."""
     checks.register(check_setup)
     checks.register(check_queue_names)
+    checks.register(check_queue_migrations, checks.Tags.models)
     checks.register(check_job_schedules)
     checks.register(check_settings)
     checks.register(check_live_worker_settings)
@@ -58,6 +62,41 @@ def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
         for cls in registry
         if cls.queue_options.name_derived
     ]
+
+
+def check_queue_migrations(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Each queue's model is what its app's migrations make, as ``makemigrations --check`` tells (from the migration
+    files, without a database): a queue whose migration was never made has no table to enqueue into."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    state = loader.project_state()
+    stale = [cls.queue_model for cls in registry if not _as_migrated(cls.queue_model, state)]
+    if not stale:  # the common case, without the autodetector's comparison of every model
+        return []
+    labels = {model._meta.app_label for model in stale}
+    changes = MigrationAutodetector(state, ProjectState.from_apps(apps)).changes(
+        graph=loader.graph, trim_to_apps=labels, convert_apps=labels
+    )
+    problems: list[checks.CheckMessage] = []
+    for model in stale:
+        label, name = _key(model)
+        needed = [op.describe() for made in changes.get(label, []) for op in made.operations
+                  if op.references_model(name, label)]  # fmt: skip
+        if needed:
+            problems.append(checks.Error(
+                f"Queue {model.message_class.queue_name()!r} needs a migration that was never made: "
+                f"{'; '.join(needed)}.",
+                hint=f"Run manage.py makemigrations {label}, then migrate.", obj=model, id="nexus_queues.E005",
+            ))
+    return problems
+
+
+def _key(model: Any) -> tuple[str, str]:
+    return model._meta.app_label, model._meta.model_name
+
+
+def _as_migrated(model: Any, state: ProjectState) -> bool:
+    """Is ``model`` as the migrations' ``state`` has it?"""
+    return _key(model) in state.models and state.models[_key(model)] == ModelState.from_model(model)
 
 
 def check_job_schedules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

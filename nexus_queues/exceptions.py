@@ -24,6 +24,10 @@ class ConfigurationError(NexusQueuesError, ImproperlyConfigured):
     """A queue or setting is configured wrongly; the message says how to fix it."""
 
 
+class MissingExtra(ConfigurationError):
+    """A part of nexus_queues is used without the pyproject extra that installs its library."""
+
+
 class AlreadyRegistered(ConfigurationError):
     """Two message classes claim the same queue name."""
 
@@ -102,6 +106,11 @@ class WrongWakeupDatabase(ConfigurationError):
 
 class NotMigrated(ConfigurationError):
     """The database lacks tables the worker needs: run ``manage.py migrate``."""
+
+
+class DatabaseRefused(ConfigurationError):
+    """The database server refuses the connection's settings (a database that does not exist, credentials it does not
+    take): fix ``DATABASES``; waiting does not mend it."""
 
 
 class MessageTooLarge(InvalidMessage):

@@ -9,14 +9,16 @@ from datetime import timedelta
 from typing import Any
 
 from .exceptions import ConfigurationError
+from .setting_types import CENTURY
 
 _UNITS = {
-    "s": 1, "sec": 1, "second": 1,
-    "m": 60, "min": 60, "minute": 60,
-    "h": 3600, "hour": 3600,
-    "d": 86400, "day": 86400,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
 }  # fmt: skip
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+?)s?\s*$")
+"""The units a rate's period may be given in (any other, "ms" among them, is refused), and their seconds."""
+_RATE = re.compile(r"\s*([0-9]+)\s*/\s*([0-9]*)\s*([a-z]+)\s*", re.ASCII)
 OPTION_NAMES = ("concurrency_limit", "concurrency_key", "rate_limit", "rate_key")
 """The class keywords that declare flow limits."""
 
@@ -75,17 +77,22 @@ def _per(key: str | None) -> str:
 
 
 def parse_rate(value: str) -> Rate:
-    """``"100/min"`` -> ``Rate(100, 1 minute)``; also ``/s``, ``/h``, ``/day`` and multiples (``"5/10s"``).
+    """``"100/min"`` -> ``Rate(100, 1 minute)``; also ``/s``, ``/h``, ``/day`` and multiples (``"5/10s"``), a
+    period of at most 100 years.
 
     Raises :class:`ValueError` naming what is wrong.
     """
-    match = _RATE.match(value) if isinstance(value, str) else None
+    match = _RATE.fullmatch(value) if isinstance(value, str) else None
     if match is None or match.group(3) not in _UNITS:
-        raise ValueError(f"{value!r} is not a rate such as '100/min' (units s, min, h, day; '5/10s' for multiples)")
+        units = ", ".join(_UNITS)
+        raise ValueError(f"{value!r} is not a rate such as '100/min' or '5/10s' (units: {units})")
     starts, count, unit = int(match.group(1)), int(match.group(2) or 1), match.group(3)
     if starts < 1 or count < 1:
         raise ValueError(f"{value!r} must allow at least 1 start per period of at least 1 {unit}")
-    return Rate(starts, timedelta(seconds=count * _UNITS[unit]))
+    seconds = count * _UNITS[unit]
+    if seconds > CENTURY.total_seconds():
+        raise ValueError(f"{value!r} has a period longer than 100 years ({CENTURY.days} days)")
+    return Rate(starts, timedelta(seconds=seconds))
 
 
 def flow_limits(cls: Any, fields: set[str], kwargs: dict[str, Any]) -> FlowLimits:

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .exceptions import ConfigurationError, InvalidMessage, InvalidStatus, MessageDoesNotFit, UnstorableValue
 from .flow_limits import OPTION_NAMES as FLOW_LIMIT_OPTIONS
 from .flow_limits import FlowLimits, flow_limits
+from .limits import unstorable_text
 from .models import JobRun, QueueItem, QueueItemQuerySet, QueueSettings, QueueSettingsQuerySet, create_queue_model
 from .registry import registry
-from .serialization import unstorable_text
 from .status import HealthStatus, Status, validate_status
 
 QUEUE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")

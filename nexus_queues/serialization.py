@@ -14,13 +14,15 @@ from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import BaseModel
 
 from .exceptions import UnstorableValue
-from .limits import MAX_JSON_DEPTH
+from .limits import MAX_JSON_DEPTH, unstorable_integer, unstorable_text
 
 _canonical = msgspec.json.Encoder(order="sorted")
 _NUL = "\\u0000"  # how the encoder writes NUL
 _msgpack = msgspec.msgpack.Encoder()
 _NON_FINITE_FLOAT = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_NINETEEN_DIGITS = b"0" * 19  # as many as 2**63 has: no integer outside the range is shorter
 _CONTAINERS = (dict, list, tuple)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 MAX_PLAIN_ZEROS = 40
@@ -35,24 +37,27 @@ def canonical_json(data: Any, name: str = "") -> str:
     A Decimal is written as :func:`canonical_decimal` writes it, so that equal values give equal text at any scale.
 
     Raises :class:`UnstorableValue` naming the value (under ``name``, by default the message's class)
-    that not every engine stores: NaN or infinity, NUL, a lone surrogate, nesting deeper than
+    that not every engine stores: NaN or infinity, an integer outside the signed 64-bit range
+    (:data:`MIN_INTEGER` to :data:`MAX_INTEGER`), NUL, a lone surrogate, nesting deeper than
     :data:`MAX_JSON_DEPTH`.
     """
     dumped = data
     try:
         if isinstance(data, BaseModel):
             dumped = data.model_dump(mode="json", by_alias=True)
-        text = _canonical.encode(dumped).decode()
+        encoded = _canonical.encode(dumped)
+        text = encoded.decode()
         if _may_hold_decimals_to_rewrite(text):
             python = data.model_dump(by_alias=True) if isinstance(data, BaseModel) else data
             dumped = _with_canonical_decimals(python, dumped)
-            text = _canonical.encode(dumped).decode()
+            encoded = _canonical.encode(dumped)
+            text = encoded.decode()
     except (TypeError, msgspec.EncodeError) as exc:
         raise TypeError(f"not JSON-serializable: {exc}") from exc
-    except (ValueError, RecursionError) as exc:  # lone surrogates, pydantic's depth limit, huge integers
+    except (ValueError, RecursionError) as exc:  # lone surrogates, pydantic's depth limit, integers too long for str
         name = _name(name, data)
         raise _found(name, dumped, data) or UnstorableValue(name, f"cannot be made JSON: {exc}.") from exc
-    found = _found(_name(name, data), dumped, data) if _suspect(text, dumped) else None
+    found = _found(_name(name, data), dumped, data) if _suspect(text, encoded, dumped) else None
     if found:
         raise found
     return text
@@ -98,18 +103,6 @@ def with_canonical_decimals(stored: Any, model: type[BaseModel]) -> tuple[Any, s
     return None if fixed_text == text else (fixed, fixed_text)
 
 
-def unstorable_text(text: str) -> str | None:
-    """Why not every engine stores ``text`` (NUL, a lone surrogate), or None when they all do."""
-    if "\x00" in text:
-        return "holds NUL (\\x00), which PostgreSQL cannot store."
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return "holds a lone surrogate (\\ud800 to \\udfff), which is not UTF-8."
-    return None
-
-
 def json_hash(text: str) -> str:
     """SHA-256 hex digest of canonical JSON text."""
     return hashlib.sha256(text.encode()).hexdigest()
@@ -124,10 +117,23 @@ class MessageEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-def _suspect(text: str, dumped: Any) -> bool:
-    """Might ``dumped`` hold something unstorable? Cheap tests first, so that most messages skip the walk."""
+def _suspect(text: str, encoded: bytes, dumped: Any) -> bool:
+    """Might ``dumped`` (``encoded`` as JSON, ``text`` decoded) hold something unstorable? Cheap tests first, so
+    that most messages skip the walk."""
     # The encoder writes NaN and infinities as null; pydantic dumps a key holding a lone surrogate as U+FFFD.
-    return _NUL in text or "\ufffd" in text or ("null" in text and _non_finite(dumped)) or _maybe_too_deep(text)
+    return (
+        _NUL in text
+        or "\ufffd" in text
+        or _maybe_too_long(encoded)
+        or ("null" in text and _non_finite(dumped))
+        or _maybe_too_deep(text)
+    )
+
+
+def _maybe_too_long(encoded: bytes) -> bool:
+    """Might ``encoded`` hold an integer outside the signed 64-bit range? (19 digits in a row: a long fraction or
+    digits in a string are a false alarm, which walks.)"""
+    return _NINETEEN_DIGITS in encoded.translate(_DIGITS_AS_ZEROS)
 
 
 def _non_finite(data: Any) -> bool:
@@ -135,7 +141,7 @@ def _non_finite(data: Any) -> bool:
     # msgpack writes each float as 0xCB and 8 big-endian bytes; NaN and infinities have every exponent bit set.
     try:
         return _NON_FINITE_FLOAT.search(_msgpack.encode(data)) is not None
-    except (TypeError, ValueError, msgspec.EncodeError):
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):  # msgpack holds no integer beyond 64 bits
         return True
 
 
@@ -180,6 +186,8 @@ def _unstorable(name: str, data: Any) -> UnstorableValue | None:
             return UnstorableValue(path, problem)
         elif isinstance(value, float) and not math.isfinite(value):
             return UnstorableValue(path, f"{value} is not a JSON number (NaN and infinities cannot be stored).")
+        elif isinstance(value, int) and (problem := unstorable_integer(value)):
+            return UnstorableValue(path, problem)
     return None
 
 

@@ -8,14 +8,14 @@ the method and body) to the path without it, as ``metrics`` redirects to ``metri
 
 from importlib.util import find_spec
 
-from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest, HttpResponsePermanentRedirect
 from django.urls import Resolver404, URLPattern, URLResolver, path, re_path, resolve
 
-if find_spec("ninja") is None:
-    raise ImproperlyConfigured('nexus_queues.urls serves the HTTP API: pip install "nexus-queues[api]".')
+from .exports import require_extra
 
-from .api import api
+require_extra("api", "ninja", "nexus_queues.urls serves the HTTP API")
+
+from .api import api  # noqa: E402  (after the check, which names the extra rather than a failed import)
 
 urlpatterns: list[URLPattern | URLResolver] = [path("", api.urls)]
 

@@ -135,6 +135,21 @@ def run_python(child_env: dict[str, str]) -> Iterator[object]:
 
 
 @pytest.fixture
+def scratch() -> Iterator[None]:
+    """Forget the queues and models a test defines in the scratch module (``__module__ = "tests.testapp.scratch"``)."""
+    before = set(apps.all_models["testapp"])
+    yield
+    for model_name in set(apps.all_models["testapp"]) - before:
+        model = apps.all_models["testapp"].pop(model_name)
+        if (
+            model.message_class.queue_name() in registry
+            and registry.get(model.message_class.queue_name()) is model.message_class
+        ):
+            registry.unregister(model.message_class.queue_name())
+    apps.clear_cache()
+
+
+@pytest.fixture
 def elsewhere() -> Iterator[type[QueueMessage]]:
     """A queue kept in the ``queues`` database (the same test database under a second alias)."""
     before = set(apps.all_models["testapp"])

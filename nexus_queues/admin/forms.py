@@ -13,9 +13,9 @@ from pydantic import ValidationError as PydanticError
 from ..exceptions import InvalidMessage, InvalidStatus, MalformedJSON, UnstorableValue
 from ..exceptions import RowMoved as RowMoved  # its old home, kept importable
 from ..json_input import loads
-from ..limits import check_datetime
+from ..limits import check_datetime, unstorable_text
 from ..messages import QueueMessage, message_id_of, validation_summary
-from ..serialization import canonical_json, unstorable_text
+from ..serialization import canonical_json
 from ..status import MAX_STATUS_LENGTH, Status, validate_settable_status
 
 if TYPE_CHECKING:

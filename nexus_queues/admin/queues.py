@@ -20,9 +20,10 @@ from django.utils.text import Truncator
 from ..enqueueing import enqueue
 from ..exceptions import NexusQueuesError, RowMoved
 from ..jobs.control import set_processing_enabled
+from ..limits import unstorable_text
 from ..models import QueueItem
 from ..overview import queue_overview
-from ..serialization import canonical_json, json_hash, unstorable_text
+from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status
 from .actions import cancel_messages, delete_messages, not_row_ids, set_custom_status, set_pending

@@ -11,12 +11,14 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core import signing
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils.crypto import constant_time_compare
 from ninja.security import HttpBearer
 
 from ..api_tokens import SALT, ApiToken, fingerprint
 from ..conf import settings
+from ..limits import unstorable_text
 
 
 def make_token(user: Any) -> str:
@@ -54,12 +56,23 @@ def _by_row(pk: Any) -> Any:
 
 def _by_password(pk: Any, password: Any) -> Any:
     """A token made before tokens had rows: bound to the password hash itself, so a rehash revokes it too."""
-    if not isinstance(pk, int | str):
+    pk = _user_id(pk)
+    if pk is None:
         return None
     user = get_user_model()._default_manager.filter(pk=pk).first()
     if user is None or not constant_time_compare(str(password), fingerprint(user.password)):
         return None
     return user
+
+
+def _user_id(pk: Any) -> Any:
+    """``pk`` as the user model's key, or None when no user can have it ("abc" for an integer key, NUL)."""
+    if not isinstance(pk, int | str) or isinstance(pk, bool) or (isinstance(pk, str) and unstorable_text(pk)):
+        return None
+    try:
+        return get_user_model()._meta.pk.to_python(pk)
+    except ValidationError:
+        return None
 
 
 class TokenAuth(HttpBearer):

@@ -27,6 +27,9 @@ ER_DUP_ENTRY, ER_LOCK_DEADLOCK = 1062, 1213
 LOST = {(code,) for code in (1053, 1927, 2003, 2006, 2013, 2055, 4031)}
 """The errors of a lost connection: the server shutting down, the connection killed, refused, gone away, lost during
 a query or a read, closed as idle."""
+REFUSED_SETTINGS = frozenset({1044, 1045, 1049, 1130, 1698})
+"""The server's refusals of a connection's settings: no access to the database, wrong user or password, an unknown
+database, a host not allowed, a user without a password given."""
 TURN_WAIT = 365 * 24 * 3600
 """Seconds a merge waits for its turn (GET_LOCK needs a number): as long as the merges before it take."""
 ROW_LOCK_WAIT = 1073741824
@@ -84,6 +87,9 @@ class MySQLBackend(Backend):
 
     def lost(self, error: DatabaseError | InterfaceError) -> bool:
         return super().lost(error) or (isinstance(error, OperationalError) and error.args[:1] in LOST)
+
+    def refuses_settings(self, error: Exception) -> bool:
+        return bool(error.args) and error.args[0] in REFUSED_SETTINGS
 
     def upsert(
         self, model: type[QueueItem], rows: Sequence[EnqueueRow], *, idempotent: bool, notify: bool

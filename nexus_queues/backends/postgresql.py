@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,13 @@ CONNECTION_EXCEPTION, SHUTTING_DOWN = "08", {"57P01", "57P02", "57P03"}
 """The SQLSTATEs of a lost connection: class 08, and the server shutting down (admin, crash) or starting up."""
 HELD_LOCK_SPACE = 0x6E710002
 """The first key of the session advisory locks of :meth:`PostgresBackend.hold` (the second: the name's)."""
+
+REFUSED_SETTINGS = re.compile(
+    r'database ".*" does not exist|role ".*" does not exist|password authentication failed|no pg_hba\.conf entry'
+    r"|no password supplied|no such database|no such user"
+)
+"""What the server (or PgBouncer) says when it refuses a connection's settings: libpq gives no SQLSTATE for an
+error met while connecting, only the text (a server whose lc_messages is not English is retried as if down)."""
 
 
 class PostgresBackend(Backend):
@@ -310,6 +318,9 @@ class PostgresBackend(Backend):
         state = getattr(error.__cause__, "sqlstate", None)
         connection = state is None or state.startswith(CONNECTION_EXCEPTION) or state in SHUTTING_DOWN
         return super().lost(error) or (isinstance(error, OperationalError) and connection)
+
+    def refuses_settings(self, error: Exception) -> bool:
+        return REFUSED_SETTINGS.search(str(error)) is not None
 
     def update_matching(self, rows: QuerySet[Any], values: dict[str, Any]) -> int:
         # The sorted subquery takes the row locks in id order; the UPDATE then changes rows it holds.

@@ -134,6 +134,11 @@ class Session:
         a connection already closed; SQLite's connection is a file, which has no other."""
         return isinstance(error, InterfaceError)
 
+    def refuses_settings(self, error: Exception) -> bool:
+        """Did the server refuse the connection's settings (a database that does not exist or is none, credentials
+        it does not take), which no retry mends, rather than fail or not answer?"""
+        return False
+
     def hold(self, name: str) -> AbstractContextManager[None]:
         """Hold lock ``name`` (taken at once; no one else uses it) until the block ends or this process dies.
 

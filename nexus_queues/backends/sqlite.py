@@ -41,6 +41,9 @@ class SQLiteBackend(Backend):
     def shared_between_processes(self) -> bool:
         return not self.connection.is_in_memory_db()  # type: ignore[attr-defined]
 
+    def refuses_settings(self, error: Exception) -> bool:
+        return getattr(error.__cause__, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB  # NAME is another file
+
     def take_write_lock(self) -> None:
         table = self.quote(apps.get_model("nexus_queues", "QueueSettings")._meta.db_table)
         with self.cursor() as cursor:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from nexus_queues.exceptions import DatabaseUnavailable, NotMigrated
+from nexus_queues.exceptions import DatabaseRefused, DatabaseUnavailable, NotMigrated
 
 from .stopping import stop_on_signals
 
@@ -42,13 +42,13 @@ class ProcessCommand(BaseCommand):
 
     def run_loop(self, loop: Loop) -> None:
         """Run ``loop`` until it ends: the first SIGTERM or SIGINT stops it gracefully; a burst's end for want of a
-        database, or of its tables, is a one-line error (exit status 1, for cron)."""
+        database, of its tables, or of settings its server takes, is a one-line error (exit status 1, for cron)."""
         stop_on_signals(loop.stop)
         if getattr(self, "_called_from_command_line", False):  # the process is this command's, not a call_command()'s
             _freeze_startup_objects()
         try:
             loop.run()
-        except (DatabaseUnavailable, NotMigrated) as exc:
+        except (DatabaseUnavailable, DatabaseRefused, NotMigrated) as exc:
             raise CommandError(str(exc)) from exc
 
 

@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterable
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from ..backends import backend_for
 from ..connections import DATABASE_ERRORS, reset_connections
-from ..exceptions import NotMigrated
+from ..exceptions import DatabaseRefused, NotMigrated
+from ..failures import message_of
 from ..messages import QueueMessage
 from .breaker import CircuitBreaker
 
@@ -22,9 +24,18 @@ def unapplied(alias: str, app_labels: Iterable[str]) -> list[str]:
 
 
 def ensure_migrated(tables_of: dict[str, set[str]]) -> None:
-    """:class:`NotMigrated` naming the first missing migrations, unless each alias's apps are migrated there."""
+    """:class:`NotMigrated` naming the first missing migrations, unless each alias's apps are migrated there;
+    :class:`DatabaseRefused` when a server refuses the connection's settings."""
     for alias, app_labels in sorted(tables_of.items()):
-        missing = unapplied(alias, app_labels)
+        try:
+            missing = unapplied(alias, app_labels)
+        except DATABASE_ERRORS as exc:
+            if backend_for(alias).refuses_settings(exc):
+                raise DatabaseRefused(
+                    f"Database {alias!r} refuses the connection ({' '.join(message_of(exc).split())}): fix "
+                    f"DATABASES[{alias!r}]; a burst process does not wait for a configuration to change."
+                ) from exc
+            raise
         if missing:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
             raise NotMigrated(f"Database {alias!r} lacks the worker's tables ({len(missing)} migration(s) not "
@@ -42,8 +53,9 @@ def apps_by_database(message_classes: Iterable[type[QueueMessage]], aliases: Ite
 
 def wait_until_migrated(tables_of: dict[str, set[str]], breaker: CircuitBreaker, sleep: Callable[[float], object],
                         stopping: Callable[[], bool]) -> None:
-    """A burst process's first step: :class:`NotMigrated` at once when tables are missing; a database that fails is
-    tried again after ``breaker``'s pauses, until :class:`DatabaseUnavailable` once its time is over."""
+    """A burst process's first step: :class:`NotMigrated` at once when tables are missing, :class:`DatabaseRefused`
+    when a server refuses the connection's settings; a database that fails otherwise is tried again after
+    ``breaker``'s pauses, until :class:`DatabaseUnavailable` once its time is over."""
     while not stopping():
         try:
             ensure_migrated(tables_of)

@@ -66,6 +66,7 @@ ATTACKS: list[tuple[str, str, str, Any]] = [
     ("NaN inside an untyped field", "post", QUEUE, '{"value": 1, "extra": {"x": NaN}}'),
     ("NUL in a string", "post", QUEUE, '{"value": 1, "extra": {"x": "a\\u0000b"}}'),
     ("lone surrogate in a string", "post", QUEUE, '{"value": 1, "extra": {"x": "\\ud800"}}'),
+    ("integer 2**64 beside a null", "post", QUEUE, '{"value": 1, "extra": {"n": 18446744073709551616, "x": null}}'),
     ("message nested 900 deep", "post", QUEUE, nested(900)),
     ("body nested 10,000 deep", "post", QUEUE, nested(10_000)),
     ("GET filter value NaN", "get", f"{QUEUE}/messages?filter=" + '{"value":NaN}', None),

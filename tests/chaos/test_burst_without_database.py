@@ -1,6 +1,7 @@
-"""``nexus_worker --burst`` run from cron against a database that is down or not migrated: it exits non-zero with a
-one-line reason (a closed port: once the database has failed for ``WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER``; no
-tables: at once), where it retried for ever and cron never heard of the failure."""
+"""``nexus_worker --burst`` run from cron against a database that is down, not migrated, or that the server refuses:
+it exits non-zero with a one-line reason (a closed port: once the database has failed for
+``WORKER_TIME_TO_TRIGGER_CIRCUIT_BREAKER``; no tables, or a database or user the server does not know: at once), where
+it retried for ever and cron never heard of the failure."""
 
 from __future__ import annotations
 
@@ -89,4 +90,31 @@ def test_burst__an_unmigrated_database_exits_1_at_once(tmp_path: Path, url_unmig
     assert done.returncode == 1, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("CommandError: ") and "manage.py migrate" in last, done.stderr[-3000:]
+    assert "retrying" not in done.stderr and "Traceback" not in done.stderr
+
+
+def url_refused(tmp_path: Path, refused: str) -> str:
+    """The engine under test's server asked for a database, or by a user, it does not know (SQLite: a file that is
+    not a database)."""
+    if connection.vendor == "sqlite":
+        (tmp_path / "not_a_database.sqlite3").write_text("a text file, not a database\n" * 10)
+        return f"sqlite:///{tmp_path}/not_a_database.sqlite3"
+    settings = connection.settings_dict
+    scheme = {"postgresql": "postgres", "mysql": "mysql"}[connection.vendor]
+    unknown = f"nq_unknown_{uuid.uuid4().hex[:8]}"
+    user, name = (settings["USER"], unknown) if refused == "database" else (unknown, settings["NAME"])
+    return f"{scheme}://{user}@{settings['HOST']}:{settings['PORT']}/{name}"
+
+
+@pytest.mark.parametrize("refused", ["database", "user"])
+@pytest.mark.parametrize("command", ["nexus_worker", "nexus_dispatch"])
+def test_burst__a_database_or_user_the_server_refuses_exits_1_at_once(tmp_path: Path, command: str,
+                                                                      refused: str) -> None:
+    """A database name or user the server does not know is a configuration error: exit 1 in one line naming the
+    database, before any retry (it was retried until the breaker's time was over, 26 s by default)."""
+    done = burst(tmp_path, url_refused(tmp_path, refused), command)
+    assert done.returncode == 1, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("CommandError: Database 'default' refuses the connection ("), done.stderr[-3000:]
+    assert "fix DATABASES['default']" in last
     assert "retrying" not in done.stderr and "Traceback" not in done.stderr

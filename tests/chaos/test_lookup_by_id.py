@@ -1,5 +1,5 @@
-"""Ids no row can hold (NUL, a lone surrogate) looked up in the admin, the API and the tasks backend: not found,
-never a 500 or a driver error (PostgreSQL refuses NUL in a query with ``DataError``)."""
+"""Ids no row can hold (NUL, a lone surrogate, not text) looked up in the admin, the API and the tasks backend: not
+found, never a 500 or a driver error (PostgreSQL refuses NUL in a query with ``DataError``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ GREETINGS = "/admin/testapp/greetingqueueitem/"
 @pytest.mark.parametrize("result_id", ["\x00", "a\x00b", "\ud800", "x\udfffy"])
 def test_get_result__an_id_no_row_can_hold_does_not_exist(result_id: str) -> None:
     """``get_result`` of an id holding NUL or a lone surrogate raises ``TaskResultDoesNotExist``."""
+    with pytest.raises(TaskResultDoesNotExist):
+        task_backends["default"].get_result(result_id)
+
+
+@pytest.mark.parametrize("result_id", [12345, None, 1.5, b"abc", ["a"]])
+def test_get_result__an_id_that_is_not_text_does_not_exist(result_id: object) -> None:
+    """``get_result`` of an id no row holds because it is not text raises ``TaskResultDoesNotExist`` (it raised
+    ``TypeError``)."""
     with pytest.raises(TaskResultDoesNotExist):
         task_backends["default"].get_result(result_id)
 

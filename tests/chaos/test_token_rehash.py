@@ -125,3 +125,17 @@ def test_token_admin__deleting_a_token_revokes_that_one(service: tuple[User, str
     assert client.post(page, {"post": "yes"}).status_code == 302
     assert bearer(token).get(GREETINGS).status_code == 401
     assert bearer(other).get(GREETINGS).status_code == 200
+
+
+@pytest.mark.parametrize("data", [
+    {"u": "abc", "p": "x"}, {"u": "12abc", "p": "x"}, {"u": "1\x00", "p": "x"}, {"u": 2**70, "p": "x"},
+    {"u": -(2**70), "p": "x"}, {"u": [1], "p": "x"}, {"u": True, "p": "x"}, {"t": 2**70}, {"t": "1"},
+])  # fmt: skip
+def test_token__a_signed_token_naming_no_possible_user_is_401(data: dict[str, object]) -> None:
+    """A validly signed token (of the earlier form, or a row's) whose id no user or row can have answers 401: the
+    earlier form's user id that is not a number answered 500."""
+    from django.core import signing
+
+    from nexus_queues.api_tokens import SALT
+
+    assert bearer(signing.dumps(data, salt=SALT)).get(GREETINGS).status_code == 401

@@ -5,7 +5,6 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.apps import apps
 from pydantic import ValidationError
 
 from nexus_queues import QueueMessage, QueueMessageWithId
@@ -17,21 +16,6 @@ from tests.testapp.more_queues import Ping
 from tests.testapp.queues import Audit, Greeting, Inventory, Price, Product
 
 SCRATCH_MODULE = "tests.testapp.scratch"
-
-
-@pytest.fixture
-def scratch():
-    """Forget the queues and models a test defines in the scratch module."""
-    before = set(apps.all_models["testapp"])
-    yield
-    for model_name in set(apps.all_models["testapp"]) - before:
-        model = apps.all_models["testapp"].pop(model_name)
-        if (
-            model.message_class.queue_name() in registry
-            and registry.get(model.message_class.queue_name()) is model.message_class
-        ):
-            registry.unregister(model.message_class.queue_name())
-    apps.clear_cache()
 
 
 def test_message_class__gets_a_model_in_its_app():

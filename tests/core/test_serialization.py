@@ -101,8 +101,8 @@ def test_canonical_json__nesting_counted_through_arrays_among_siblings():
 
 
 def test_canonical_json__integers_python_cannot_read_back_are_refused():
-    """An integer longer than Python reads back from JSON (4300 digits) is refused, not stored."""
-    with pytest.raises(UnstorableValue, match="Audit: cannot be made JSON"):
+    """An integer longer than Python reads back from JSON (4300 digits) is refused, not stored, naming its field."""
+    with pytest.raises(UnstorableValue, match="Audit.details.n: An integer of 16610 bits is outside the signed 64-bit"):
         canonical_json(Audit(event="e", details={"n": 10**5000}))
 
 

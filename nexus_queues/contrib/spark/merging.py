@@ -43,6 +43,8 @@ def begin(options: WriteOptions) -> tuple[str, int]:
     for table in staging.drop_stale(alias, timezone.now()):
         logger.warning("Dropped staging table %s, left by a sync whose driver stopped.", table)
     completion(options)  # a completion that cannot be is refused before anything is staged
+    if options.sync and not Sync.objects.using(alias).filter(pk=options.sync, state=Sync.State.RUNNING).exists():
+        raise InvalidArgument(f"Option sync names no running sync: #{options.sync}.")
     table = staging.new_table_name(message_class.queue_name())
     sync_id = options.sync or Sync.objects.using(alias).create(queue=message_class.queue_name()).pk
     staging.create(alias, table)

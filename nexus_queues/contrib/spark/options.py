@@ -1,14 +1,17 @@
-"""The options of the ``nexus`` data source, checked once on the driver."""
+"""The options of the ``nexus`` data source, checked once on the driver, before Spark starts a task."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ...exceptions import InvalidArgument
+from ...limits import MAX_INTEGER, check_label
 from ...status import validate_status
 
 WRITE_OPTIONS = (
@@ -66,19 +69,39 @@ class WriteOptions:
         return self.max_rejects if self.max_rejects is not None or self.rejects else 0
 
 
-def write_options(options: Mapping[str, str]) -> WriteOptions:
+def write_options(options: Mapping[str, Any]) -> WriteOptions:
     """The write options given to the data source, or :class:`InvalidArgument` naming the bad one."""
     given = _known(options, WRITE_OPTIONS)
     return WriteOptions(
         queue=_queue(given),
-        rejects=given.get("rejects") or None,
+        rejects=_rejects(given),
         max_rejects=_count(given, "max_rejects"),
-        sync=_count(given, "sync"),
+        sync=_count(given, "sync", minimum=1),
         stream=given.get("stream", ""),
         on_complete=given.get("on_complete", ""),
         on_complete_message=_json_object(given, "on_complete_message"),
-        batch_label=given.get("batch_label", ""),
+        batch_label=check_label("Option batch_label", given.get("batch_label", "")),
     )
+
+
+def _rejects(given: dict[str, str]) -> str | None:
+    """The rejects path, which the driver writes only once every row is staged: refused now if it cannot be."""
+    path = given.get("rejects") or None
+    if path is not None and not _writable(path):
+        raise InvalidArgument(
+            f"Option rejects {path!r} cannot be written: give the path of a file in a folder this process may "
+            "write or create."
+        )
+    return path
+
+
+def _writable(path: str) -> bool:
+    if "\x00" in path or Path(path).is_dir():
+        return False
+    folder = Path(path).absolute().parent
+    while not folder.exists():  # made when the rejects are written
+        folder = folder.parent
+    return folder.is_dir() and os.access(folder, os.W_OK) and (not Path(path).exists() or os.access(path, os.W_OK))
 
 
 def _json_object(given: dict[str, str], name: str) -> dict[str, Any]:
@@ -142,7 +165,7 @@ def _time(given: dict[str, str], name: str) -> datetime | None:
     return value
 
 
-def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]:
+def _known(options: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]:
     given = {key.lower(): str(value) for key, value in options.items()}
     unknown = sorted(set(given) - set(names) - set(SPARKS_OWN))
     if unknown:
@@ -164,6 +187,8 @@ def _count(given: dict[str, str], name: str, minimum: int = 0) -> int | None:
         value = int(given[name])
     except ValueError:
         value = -1
-    if value < minimum:
-        raise InvalidArgument(f"Option {name} must be a whole number of at least {minimum}, got {given[name]!r}.")
+    if not minimum <= value <= MAX_INTEGER:
+        raise InvalidArgument(
+            f"Option {name} must be a whole number from {minimum} to {MAX_INTEGER}, got {given[name]!r}."
+        )
     return value

@@ -18,6 +18,7 @@ from ...messages import QueueMessage
 from ...registry import registry
 from .drivers import watched
 from .models import Sync
+from .options import write_options
 from .source import register
 
 logger = logging.getLogger("nexus_queues.spark")
@@ -65,6 +66,7 @@ def sync(
     if on_complete is not None:
         check_completion(message_class, on_complete)
         options = {**options, **completion_options(on_complete)}
+    write_options({**options, "queue": message_class.queue_name()})  # a bad option fails before the sync's record
     alias = message_class.queue_options.database
     register(df.sparkSession)
     with watched(alias, message_class.queue_name()) as record:

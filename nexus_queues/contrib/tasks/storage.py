@@ -18,7 +18,7 @@ from ...backends import backend_for
 from ...conf import settings
 from ...enqueueing import EnqueueResult, enqueue_row, resolve_placement
 from ...exceptions import NotRegistered
-from ...serialization import unstorable_text
+from ...limits import unstorable_text
 from .compat import Task, TaskResult, TaskResultDoesNotExist, TaskResultStatus, normalize_json, task_enqueued
 from .queues import TaskMessage, task_queue
 from .results import task_result
@@ -56,7 +56,8 @@ def store_task(backend: NexusBackend, task: Task, args: Any, kwargs: Any) -> Tas
 
 def find_result(queue_names: Iterable[str], result_id: str) -> TaskResult:
     """The result of task ``result_id`` as its row in one of ``queue_names`` says now, or ``TaskResultDoesNotExist``."""
-    if unstorable_text(result_id):  # no row holds it, and PostgreSQL refuses NUL even in a WHERE clause
+    # No row holds an id that is not text, or that holds NUL (which PostgreSQL refuses even in a WHERE clause).
+    if not isinstance(result_id, str) or unstorable_text(result_id):
         raise TaskResultDoesNotExist(result_id)
     for name in sorted(queue_names):
         item = queue_of(name).queue_items().filter(message_id=result_id).first()

@@ -7,7 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from nexus_queues.api.tokens import make_token, revoke_tokens
+from nexus_queues.exceptions import MissingExtra
+from nexus_queues.exports import require_extra
 
 
 class Command(BaseCommand):
@@ -19,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--revoke", action="store_true", help="Revoke every token of the user instead.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            require_extra("api", "ninja", "nexus_api_token makes tokens for the HTTP API")
+        except MissingExtra as exc:
+            raise CommandError(str(exc)) from exc
+        from nexus_queues.api.tokens import make_token, revoke_tokens  # the API's package: with its extra only
+
         user_model = get_user_model()
         try:
             user = user_model._default_manager.get_by_natural_key(options["username"])

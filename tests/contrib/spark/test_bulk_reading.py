@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from django.db import connection, transaction
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
@@ -201,6 +201,10 @@ def stored(draw: st.DrawFn) -> tuple[StructType, list[dict[str, Any]]]:
 @pytest.mark.django_db
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=stored())
+# Found once on a fresh clone: a text column's misfit holding a null and an integer beyond 64 bits (a row raw SQL
+# may hold) raised msgspec's OverflowError from canonical_json, where it reads as null.
+@example(case=(StructType([StructField("name", StringType()), StructField("times", LongType())]),
+               [{"name": [None, 2**64], "times": 1}]))
 def test_bulk__equals_row_by_row(case: tuple[StructType, list[dict[str, Any]]]) -> None:
     """Whatever the types asked for and the JSON stored, a chunk the bulk parser reads is what the per-row
     path reads: types, decimals, times with their zone, nulls, defaults, nested structs and arrays."""
