@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 
 PASSWORD = "secret-pw"
 

@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from tests.api_client import make_user
 
 pytestmark = pytest.mark.django_db

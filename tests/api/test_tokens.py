@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from tests.api_client import make_user, stored
 from tests.testapp.queues import Greeting
 

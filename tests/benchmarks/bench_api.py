@@ -28,7 +28,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from nexus_queues.api.tokens import make_token  # noqa: E402
+from nexus_queues.api_tokens import make_token  # noqa: E402
 from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.testapp.more_queues import Ping  # noqa: E402
 

@@ -60,7 +60,7 @@ from nexus_queues import (  # noqa: E402
     queue_health,
     update_status,
 )
-from nexus_queues.api.tokens import make_token  # noqa: E402
+from nexus_queues.api_tokens import make_token  # noqa: E402
 from nexus_queues.models import index_name  # noqa: E402
 from tests.testapp.more_queues import Ping  # noqa: E402
 from tests.testapp.queues import Price, Product  # noqa: E402

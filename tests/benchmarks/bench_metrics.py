@@ -33,7 +33,7 @@ from django.test.utils import CaptureQueriesContext, override_settings  # noqa: 
 from django.utils import timezone  # noqa: E402
 
 from nexus_queues import enqueue_many  # noqa: E402
-from nexus_queues.api.tokens import make_token  # noqa: E402
+from nexus_queues.api_tokens import make_token  # noqa: E402
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue  # noqa: E402
 from nexus_queues.registry import registry  # noqa: E402
 from nexus_queues.throughput import ALL_TIME, MINUTES_KEPT, QueueMinute, minute_of  # noqa: E402

@@ -33,7 +33,7 @@ from django.utils import timezone  # noqa: E402
 
 from nexus_queues import QueueMessage  # noqa: E402
 from nexus_queues.admin import register_queues  # noqa: E402
-from nexus_queues.api.tokens import make_token  # noqa: E402
+from nexus_queues.api_tokens import make_token  # noqa: E402
 from nexus_queues.worker.dispatch import Dispatcher  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue_many, membership, update_status
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from nexus_queues.models import Batch
 from nexus_queues.worker.housekeeping import tidy_queue
 from tests.api_client import Api, make_user

@@ -10,7 +10,7 @@ from django.db import InternalError, connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from nexus_queues.processes import ProcessKind, WorkerProcess
 from tests.api_client import make_user
 from tests.factories import ErrorFactory, PendingFactory

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from nexus_queues.api_tokens import make_token, revoke_tokens
 from nexus_queues.exceptions import MissingExtra
 from nexus_queues.exports import require_extra
 
@@ -24,7 +25,6 @@ class Command(BaseCommand):
             require_extra("api", "ninja", "nexus_api_token makes tokens for the HTTP API")
         except MissingExtra as exc:
             raise CommandError(str(exc)) from exc
-        from nexus_queues.api.tokens import make_token, revoke_tokens  # the API's package: with its extra only
 
         user_model = get_user_model()
         try:

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from nexus_queues import enqueue_many, lease
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from tests.api_client import make_user
 from tests.contrib.prometheus.scraping import scrape
 from tests.testapp.more_queues import Beat, Errand, Visit

@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from nexus_queues import Status, enqueue_many, throughput, update_status
-from nexus_queues.api.tokens import make_token
+from nexus_queues.api_tokens import make_token
 from nexus_queues.models import JobRun
 from nexus_queues.processes import WorkerProcess, WorkerProcessQueue
 from nexus_queues.registry import registry
