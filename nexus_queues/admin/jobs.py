@@ -19,13 +19,12 @@ from django.views.decorators.http import require_POST
 from ..conf import settings
 from ..exceptions import NotRegistered
 from ..jobs.control import (
-    Action,
     Job,
     JobState,
     JobSwitchedOff,
     all_jobs,
     find_job,
-    permission,
+    may,
     run_now,
     set_job_enabled,
     state_of,
@@ -48,12 +47,6 @@ def label_of(job: Job) -> str:
 def category_of(state: JobState) -> str:
     """The section a job is shown in: its category, or by kind when it has none."""
     return state.category or UNCATEGORISED[state.kind]
-
-
-def may(request: HttpRequest, job: Job, action: Action) -> bool:
-    """May the user ``action`` the job? Change implies view, as in Django's admin."""
-    allowed = request.user.has_perm(permission(job, action))
-    return allowed or (action == "view" and request.user.has_perm(permission(job, "change")))
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,7 @@ class JobsPage:
 
     def visible_jobs(self, request: HttpRequest) -> list[Job]:
         """The jobs the user may view."""
-        return [job for job in all_jobs() if may(request, job, "view")]
+        return [job for job in all_jobs() if may(request.user, "view", job)]
 
     def sections(self, request: HttpRequest) -> list[tuple[str, list[JobRow]]]:
         """The visible jobs' rows by category, categories in alphabetical order."""
@@ -121,7 +114,7 @@ class JobsPage:
             job = find_job(name)
         except NotRegistered:
             raise Http404(f"No job is named {name!r}.") from None
-        if not may(request, job, "change"):
+        if not may(request.user, "change", job):
             raise PermissionDenied
         action = request.POST.get("action", "")
         if action not in ACTIONS:
@@ -140,7 +133,7 @@ class JobsPage:
         visible = self.visible_jobs(request)
         if not visible:
             return None
-        view_only = not any(may(request, job, "change") for job in visible)
+        view_only = not any(may(request.user, "change", job) for job in visible)
         return {
             "model": None, "name": "Jobs", "object_name": "Jobs", "admin_url": self.url(), "add_url": None,
             "view_only": view_only, "perms": {"add": False, "change": not view_only, "delete": False, "view": True},
@@ -160,7 +153,7 @@ class JobsPage:
         state = state_of(job)
         return JobRow(
             state=state, label=label_of(job), category=category_of(state),
-            can_change=may(request, job, "change"), action_url=self.url(job.name()),
+            can_change=may(request.user, "change", job), action_url=self.url(job.name()),
             queue_url=self._queue_url(job), last_run_url=self._run_url(request, state.last_run),
         )
 

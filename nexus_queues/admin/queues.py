@@ -23,6 +23,7 @@ from ..jobs.control import set_processing_enabled
 from ..limits import unstorable_text
 from ..models import QueueItem
 from ..overview import queue_overview
+from ..permissions import may
 from ..serialization import canonical_json, json_hash
 from ..status import Status
 from ..updates import set_default_status
@@ -232,6 +233,10 @@ class QueueItemAdmin(MessageTimes, admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[BigTableChangeList]:
         return BigTableChangeList
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Django's rule (view, or change), from the one function the API decides by too."""
+        return may(request.user, "view", self.model)
 
     def save_model(self, request: HttpRequest, obj: QueueItem, form: Any, change: bool) -> None:
         """Write only what the operator changed, and only while the row is as the form showed it, so

@@ -1,4 +1,5 @@
-"""Who may call the API: Django users by token, HTTP Basic or session (with CSRF); per-queue model permissions."""
+"""Who may call the API: Django users by token, HTTP Basic or session (with CSRF); per-queue model permissions, as
+the admin reads them (:mod:`nexus_queues.permissions`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ninja.security import SessionAuth as NinjaSessionAuth
 from ..exceptions import NotRegistered
 from ..jobs import control as job_control
 from ..messages import QueueMessage
+from ..permissions import may
 from ..registry import registry
 from .tokens import TokenAuth
 
@@ -47,19 +49,13 @@ class SessionAuth(NinjaSessionAuth):
 AUTH = [TokenAuth(), BasicAuth(), SessionAuth()]
 
 
-def can(user: Any, action: Action, message_class: type[QueueMessage]) -> bool:
-    """Does ``user`` hold Django's ``<action>`` permission on the queue's model?"""
-    meta = message_class.queue_model._meta
-    return bool(user.has_perm(f"{meta.app_label}.{action}_{meta.model_name}"))
-
-
 def queue_for(request: HttpRequest, name: str, action: Action) -> type[QueueMessage]:
     """The queue's message class; 404 when unknown, 403 without the permission for ``action``."""
     try:
         message_class = registry.get(name)
     except NotRegistered:
         raise HttpError(404, f"No queue named {name!r}.") from None
-    if not can(request.auth, action, message_class):  # type: ignore[attr-defined]
+    if not may(request.auth, action, message_class.queue_model):  # type: ignore[attr-defined]
         raise HttpError(403, f"You do not have permission to {action} queue {name!r}.")
     return message_class
 
@@ -70,6 +66,6 @@ def job_for(request: HttpRequest, name: str, action: job_control.Action) -> job_
         job = job_control.find_job(name)
     except NotRegistered:
         raise HttpError(404, f"No job named {name!r}.") from None
-    if not request.auth.has_perm(job_control.permission(job, action)):  # type: ignore[attr-defined]
+    if not job_control.may(request.auth, action, job):  # type: ignore[attr-defined]
         raise HttpError(403, f"You do not have permission to {action} job {name!r}.")
     return job

@@ -20,7 +20,7 @@ router = Router(tags=["jobs"])
 def list_jobs(request: HttpRequest) -> list[dict[str, Any]]:
     """Every job you may view: queue jobs by queue, then periodic jobs by name."""
     user = request.auth  # type: ignore[attr-defined]
-    return [_job(job) for job in job_control.all_jobs() if user.has_perm(job_control.permission(job, "view"))]
+    return [_job(job) for job in job_control.all_jobs() if job_control.may(user, "view", job)]
 
 
 @router.get("/jobs/{name}", response={200: schemas.Job, **ERRORS})

@@ -14,11 +14,12 @@ from ..enqueueing import EnqueueResult, enqueue, enqueue_many
 from ..health import queue_health
 from ..jobs.control import set_processing_enabled
 from ..messages import QueueMessage, message_id_of
+from ..permissions import may
 from ..registry import registry
 from ..status import Status as MessageStatus
 from ..updates import default_status, set_default_status
 from . import schemas
-from .auth import can, queue_for
+from .auth import queue_for
 from .bodies import read_json
 from .errors import field_error, pydantic_errors
 
@@ -29,7 +30,7 @@ ERRORS: dict[int, type[schemas.Error]] = {code: schemas.Error for code in (400, 
 @router.get("/queues", response={200: list[schemas.Queue], **ERRORS})
 def list_queues(request: HttpRequest) -> list[dict[str, Any]]:
     """Every queue you may view, with its counts per status and its health."""
-    return [_queue(cls) for cls in registry if can(request.auth, "view", cls)]  # type: ignore[attr-defined]
+    return [_queue(cls) for cls in registry if may(request.auth, "view", cls.queue_model)]  # type: ignore[attr-defined]
 
 
 @router.get("/queues/{name}", response={200: schemas.Queue, **ERRORS})

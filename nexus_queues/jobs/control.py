@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
+from .. import permissions
 from ..backends import backend_for
 from ..exceptions import InvalidSchedule, JobSwitchedOff, NotRegistered
 from ..messages import QueueMessage
@@ -71,12 +72,15 @@ def find_job(name: str) -> Job:
     raise NotRegistered(f"No job is named {name!r}.")
 
 
-def permission(job: Job, action: Action) -> str:
-    """The Django permission ``action`` on ``job`` needs: the queue's model's, or the periodic jobs' settings'."""
-    if issubclass(job, QueueJob):
-        meta = job.message_class.queue_model._meta
-        return f"{meta.app_label}.{action}_{meta.model_name}"
-    return f"nexus_queues.{action}_periodicjobsettings"
+def permission_model(job: Job) -> type[Model]:
+    """The model whose permissions steer ``job``: its queue's, or the periodic jobs' settings' (one for them all)."""
+    return job.message_class.queue_model if issubclass(job, QueueJob) else PeriodicJobSettings
+
+
+def may(user: Any, action: Action, job: Job) -> bool:
+    """May ``user`` ``action`` the job? Its model's permission, change implying view (:func:`permissions.may
+    <nexus_queues.permissions.may>`)."""
+    return permissions.may(user, action, permission_model(job))
 
 
 def state_of(job: Job, now: datetime | None = None) -> JobState:

@@ -113,6 +113,19 @@ def test_auth__changer_changes_status_and_settings():
     assert api.post("queues/greetings", {"name": "x"}).status_code == 403
 
 
+def test_auth__changer_reads_as_in_the_admin():
+    """Change implies view, as in Django's admin: a user who may change a queue reads it, its messages, batches and
+    settings, and finds it in the list; other queues stay 403."""
+    enqueue_many([GreetingFactory()])
+    pk = stored(Greeting)[0].pk
+    api = Api(make_user("operator", "change_greetingqueueitem"))
+    for path in ("queues/greetings", "queues/greetings/messages", f"queues/greetings/messages/{pk}",
+                 "queues/greetings/batches", "queues/greetings/settings"):
+        assert api.get(path).status_code == 200, path
+    assert [queue["name"] for queue in api.get("queues").json()] == ["greetings"]
+    assert api.get("queues/products").status_code == 403
+
+
 def test_auth__session_user_reads():
     """A user logged in to Django (the admin's session) may call the API from the browser."""
     client = Client()

@@ -62,6 +62,13 @@ def test_list_jobs__only_those_the_user_may_view(viewer):
     assert names == [DIGESTS, *(job.name() for job in periodic_jobs)]
 
 
+def test_jobs__change_permission_implies_view():
+    """A user who may change a job (its queue's model, or the periodic jobs') reads it, as the jobs page shows it."""
+    api = Api(make_user("operator", "change_periodicjobsettings", "change_digestqueueitem"))
+    assert [job["name"] for job in api.get("jobs").json()] == [DIGESTS, *(job.name() for job in periodic_jobs)]
+    assert api.get(f"jobs/{DIGESTS}").status_code == 200 and api.get(f"jobs/{HEARTBEAT}").status_code == 200
+
+
 def test_list_jobs__no_permission_lists_none():
     """A user without any view permission gets an empty list, not an error."""
     response = Api(make_user("nobody")).get("jobs")

@@ -8,9 +8,18 @@ from django.utils import timezone
 
 from nexus_queues import set_processing_enabled
 from nexus_queues.exceptions import NotRegistered
-from nexus_queues.jobs.control import JobSwitchedOff, find_job, outcome, permission, run_now, set_job_enabled, state_of
+from nexus_queues.jobs.control import (
+    JobSwitchedOff,
+    find_job,
+    outcome,
+    permission_model,
+    run_now,
+    set_job_enabled,
+    state_of,
+)
 from nexus_queues.models import JobRun, PeriodicJobSettings, QueueSettings
 from tests.testapp.jobs import DigestJob, GreetingJob, Heartbeat
+from tests.testapp.queues import Digest
 
 pytestmark = pytest.mark.django_db
 
@@ -157,10 +166,10 @@ def test_find_job__by_dotted_path():
         find_job("Heartbeat")
 
 
-def test_permission__queue_model_or_periodic_settings():
+def test_permission_model__queue_model_or_periodic_settings():
     """A queue job needs its queue model's permission, a periodic job the periodic jobs' settings' one."""
-    assert permission(DigestJob, "change") == "testapp.change_digestqueueitem"
-    assert permission(Heartbeat, "view") == "nexus_queues.view_periodicjobsettings"
+    assert permission_model(DigestJob) is Digest.queue_model
+    assert permission_model(Heartbeat) is PeriodicJobSettings
 
 
 @pytest.mark.django_db

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from ...api.auth import AUTH, can
+from ...api.auth import AUTH
 from ...api.errors import CHALLENGES
+from ...permissions import may
 from ...registry import registry
 from .collector import QueueCollector
 
@@ -27,7 +28,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
                                 content_type="text/plain; charset=utf-8")
         response["WWW-Authenticate"] = CHALLENGES
         return response
-    viewable = [message_class for message_class in registry if can(user, "view", message_class)]
+    viewable = [message_class for message_class in registry if may(user, "view", message_class.queue_model)]
     if not viewable:
         return HttpResponse("Forbidden: you may view no queue.\n", status=403, content_type="text/plain; charset=utf-8")
     scrape = CollectorRegistry(auto_describe=False)

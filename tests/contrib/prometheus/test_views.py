@@ -167,6 +167,13 @@ def test_metrics__shows_only_the_queues_the_user_may_view():
     assert scraped("nexus_queues_scrape_complete") == 1
 
 
+def test_metrics__change_permission_implies_view():
+    """A user who may change a queue (and so open its admin pages) scrapes its figures."""
+    client = Client()
+    client.force_login(make_user("operator", "change_greetingqueueitem"))
+    assert {s.labels["queue"] for s in scrape(client).samples if "queue" in s.labels} == {"greetings"}
+
+
 def test_metrics__only_get():
     """The page is read-only: a POST is 405."""
     client = Client()
