@@ -1,25 +1,21 @@
 """Batches, read-only: each one's progress (pending, processed, error, cancelled), its completion, and a link to its
-messages on their queue's page; a user sees the batches of the queues whose pages they may view, and no other."""
+messages on their queue's page; a user sees the batches of the queues whose pages they may view, and no other
+(:class:`~nexus_queues.admin.visibility.QueueRecordAdmin`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from ..exceptions import NotRegistered
 from ..models import Batch
 from ..registry import registry
-from .changelist import RecordAdmin
 from .job_runs import with_seconds
-from .sites import visible_queues
+from .visibility import QueueRecordAdmin
 
 
-class BatchAdmin(RecordAdmin):
+class BatchAdmin(QueueRecordAdmin):
     """Batches, newest first, with their counts; a batch links to its messages."""
 
     list_display = ("id", "queue", "label", "total", "pending_count", "processed", "error", "cancelled", "state",
@@ -29,19 +25,6 @@ class BatchAdmin(RecordAdmin):
     readonly_fields = ("queue", "label", "total", "processed", "error", "cancelled", "completion_queue",
                        "completion_message", "created_at", "closed_at", "completed_at")
     fields = readonly_fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Batch]:
-        """The batches of the queues the user may view: the list, its filter's choices and the batch pages see no
-        other."""
-        names = [message_class.queue_name() for message_class in visible_queues(self.admin_site, request)]
-        return super().get_queryset(request).filter(queue__in=names)
-
-    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Batch:
-        """The batch; 404 when it does not exist or is of a queue the user may not view, the same answer for both."""
-        batch = super().get_object(request, object_id, from_field)
-        if batch is None:
-            raise Http404("No such batch of a queue you may view.")
-        return batch
 
     @admin.display(description="pending")
     def pending_count(self, batch: Batch) -> int:

@@ -28,7 +28,8 @@ from ..registry import registry
 from ..throughput import Throughput, per_minute
 from .charts import HOUR, SPANS, Span, slots, span_start, throughput_chart
 from .queues import QueueItemAdmin, status_badge
-from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of, section_of, visible_queues
+from .sites import QUEUES_APP_LABEL, add_to_queues_app, admin_url, dashboard_of, section_of
+from .visibility import visible_queues
 
 REFRESH_SECONDS = 5
 """How often the open page fetches its figures again."""

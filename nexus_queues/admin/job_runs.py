@@ -1,5 +1,6 @@
 """Job runs, read-only: what each run leased and what became of it, with a link to its messages; a periodic run's
-tick, outcome and traceback."""
+tick, outcome and traceback. A queue job's run belongs to its queue: a user sees the runs of the queues they may view,
+and periodic runs when they may view periodic jobs."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ from ..exceptions import NotRegistered
 from ..jobs.control import outcome
 from ..jobs.periodic_jobs import periodic_jobs
 from ..jobs.queue_jobs import jobs
-from ..models import JobRun
+from ..models import JobRun, PeriodicJobSettings
+from ..permissions import may
 from ..registry import registry
-from .changelist import BigTableChangeList, RecordAdmin
+from .changelist import BigTableChangeList
 from .sites import admin_url
+from .visibility import QueueRecordAdmin, visible_queues
 
 CORRELATION_ID = re.compile(r"[0-9a-f]{32}")
 """A run's correlation id, as the worker makes it and its log lines show it."""
@@ -57,12 +60,18 @@ class RegisteredFilter(admin.SimpleListFilter):
         return queryset.filter(**{str(self.parameter_name): value}) if value else queryset
 
 
+def sees_periodic_runs(request: HttpRequest) -> bool:
+    """May the user view periodic jobs' runs? Whoever may view periodic jobs, as the jobs page shows them."""
+    return may(request.user, "view", PeriodicJobSettings)
+
+
 class QueueFilter(RegisteredFilter):
     title = "queue"
     parameter_name = "queue"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[JobRun]) -> list[tuple[str, str]]:
-        return [(name, name) for name in sorted(c.queue_name() for c in registry)]
+        names = sorted(c.queue_name() for c in visible_queues(model_admin.admin_site, request))
+        return [(name, name) for name in names]
 
 
 class JobFilter(RegisteredFilter):
@@ -70,10 +79,14 @@ class JobFilter(RegisteredFilter):
     parameter_name = "job"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[JobRun]) -> list[tuple[str, str]]:
-        return [(name, name) for name in sorted({j.name() for j in jobs} | {j.name() for j in periodic_jobs})]
+        queues = visible_queues(model_admin.admin_site, request)
+        names = {j.name() for j in jobs if j.message_class in queues}
+        if sees_periodic_runs(request):
+            names |= {j.name() for j in periodic_jobs}
+        return [(name, name) for name in sorted(names)]
 
 
-class JobRunAdmin(RecordAdmin):
+class JobRunAdmin(QueueRecordAdmin):
     """Browse job runs by queue, job, time and correlation id."""
 
     # Few, narrow columns, so that the list fits a 1400 px window beside the side bar and the filters.
@@ -90,6 +103,10 @@ class JobRunAdmin(RecordAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[BigTableChangeList]:
         return BigTableChangeList
+
+    def extra_queue_names(self, request: HttpRequest) -> list[str]:
+        """Periodic runs (no queue) too, for who may view periodic jobs."""
+        return [""] if sees_periodic_runs(request) else []
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[JobRun], search_term: str

@@ -104,15 +104,6 @@ def group_index_by_category(site: AdminSite, category_url: Callable[[str], str] 
     site.get_app_list = get_app_list  # type: ignore[method-assign]
 
 
-def visible_queues(site: AdminSite, request: HttpRequest) -> list[type[QueueMessage]]:
-    """The queues on ``site`` the user may view, as their own pages decide (their model admin's view permission)."""
-    models = (mc.queue_model for mc in registry)
-    return [
-        model.message_class for model in models
-        if site.is_registered(model) and site.get_model_admin(model).has_view_permission(request)
-    ]
-
-
 def dashboard_of(site: AdminSite) -> Dashboard | None:
     """The dashboard served on ``site`` (by :func:`~nexus_queues.admin.dashboard.add_dashboard`), None when none."""
     return getattr(site, "dashboard", None)

@@ -3,8 +3,10 @@
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
 
 from nexus_queues import Status, enqueue_many, update_status
+from nexus_queues.models import Batch
 from tests.testapp.queues import BatchReport, Greeting, Inventory
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +103,31 @@ def test_dashboard__lists_only_the_batches_of_queues_the_user_may_view(client: C
     response = greeter(client).get("/admin/nexus_queues/dashboard/")
     assert [batch.pk for batch, _ in response.context["batches"]] == [mine]
     assert "secret-stock" not in response.content.decode()
+
+
+def retired_batch() -> Batch:
+    """A batch of a queue no longer defined: its class was removed, its batches left."""
+    now = timezone.now()
+    return Batch.objects.create(queue="retired", label="left-behind", total=3, created_at=now, counted_at=now)
+
+
+def test_batch_admin__a_retired_queues_batch_is_the_superusers_alone(admin_client: Client, client: Client) -> None:
+    """No permission names a queue no longer defined: a user who may view every queue does not see its batch, which
+    answers 404 for them; the superuser sees it and may delete it."""
+    retired = retired_batch()
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    client.force_login(viewer)
+    assert list(client.get("/admin/nexus_queues/batch/").context["cl"].result_list) == []
+    assert client.get(f"/admin/nexus_queues/batch/{retired.pk}/change/").status_code == 404
+    assert [b.pk for b in admin_client.get("/admin/nexus_queues/batch/").context["cl"].result_list] == [retired.pk]
+    assert admin_client.get(f"/admin/nexus_queues/batch/{retired.pk}/delete/").status_code == 200
+
+
+def test_batch_admin__change_permission_on_a_queue_shows_its_batches(client: Client) -> None:
+    """Change implies view, as on the queue's own pages."""
+    _, stock = two_queues_batches()
+    user = User.objects.create_user("stocker", password="pw", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_batch", "change_inventoryqueueitem"]))
+    client.force_login(user)
+    assert [b.pk for b in client.get("/admin/nexus_queues/batch/").context["cl"].result_list] == [stock]

@@ -8,13 +8,14 @@ from django.contrib import admin
 from django.db import router
 from django.http import HttpRequest, HttpResponse
 
+from ...admin.visibility import QueueRecordAdmin
 from . import drivers
 from .models import Sync
 
 
 @admin.register(Sync)
-class SyncAdmin(admin.ModelAdmin):
-    """Spark syncs, newest first."""
+class SyncAdmin(QueueRecordAdmin):
+    """Spark syncs, newest first; a user sees the syncs of the queues they may view."""
 
     list_display = (
         "id", "queue", "stream", "batch_id", "state", "started_at", "finished_at",
@@ -28,9 +29,3 @@ class SyncAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         drivers.settle(router.db_for_read(Sync))  # a sync whose driver died is shown failed, not running
         return super().changelist_view(request, extra_context)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
