@@ -198,6 +198,12 @@ class MySQLBackend(Backend):
         """A GET_LOCK name (at most 64 characters, server-wide): ``name`` on this database."""
         return f"nexus_queues.{lock_key(self.connection.settings_dict['NAME'] + '.' + name)}.{name}"[:64]
 
+    def by_code_point(self, column: str) -> str:
+        # Binary and without padding ('a' = 'a ' is true under PAD SPACE); a text of another charset converted first.
+        mariadb = self.connection.mysql_is_mariadb  # type: ignore[attr-defined]
+        collation = "utf8mb4_nopad_bin" if mariadb else "utf8mb4_0900_bin"
+        return f"CONVERT({column} USING utf8mb4) COLLATE {collation}"
+
     @contextmanager
     def patient_row_locks(self) -> Iterator[None]:
         with self.cursor() as cursor:
