@@ -165,7 +165,9 @@ class MySQLBackend(Backend):
                 if cursor.fetchone()[0] != 1:
                     raise DatabaseError(f"Waited {TURN_WAIT} s for the merge before this one into {table}.")
         try:
-            with transaction.atomic(using=self.alias):
+            # Every statement of the merge waits for its row locks: the batch members it moves, its merge, the
+            # batches it counts. With the server's 50 s a lock held longer failed one statement (1205), and the sync.
+            with self.patient_row_locks(), transaction.atomic(using=self.alias):
                 yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
