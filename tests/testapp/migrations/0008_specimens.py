@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('testapp', '0006_batch_reports'),
+        ('testapp', '0007_keyed_limits'),
     ]
 
     operations = [
