@@ -310,7 +310,7 @@ class Backend(Session):
         counts = self.sql.STAGED_COUNTS.format(newest=newest, queue=queue, written=written)
         if self.features.locks_rows_before_merge:
             counts += self.sql.FOR_UPDATE.text
-        with self.patient_row_locks(), self.cursor() as cursor:
+        with self.cursor() as cursor:
             cursor.execute(counts, list(tokens))
             total, new, unchanged, scheduled, staged_count = (int(n or 0) for n in cursor.fetchone())
             insert = self.sql.MERGE_STAGED.format(

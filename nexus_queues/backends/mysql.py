@@ -177,7 +177,9 @@ class MySQLBackend(Backend):
                 if cursor.fetchone()[0] != 1:
                     raise DatabaseError(f"Waited {TURN_WAIT} s for the merge before this one into {table}.")
         try:
-            with transaction.atomic(using=self.alias):
+            # Every statement of the merge waits for its row locks: the batch members it moves, its merge, the
+            # batches it counts. With the server's 50 s a lock held longer failed one statement (1205), and the sync.
+            with self.patient_row_locks(), transaction.atomic(using=self.alias):
                 yield
         finally:
             with suppress(DatabaseError), self.cursor() as cursor:  # a lost connection released it
@@ -209,6 +211,12 @@ class MySQLBackend(Backend):
     def _lock_name(self, name: str) -> str:
         """A GET_LOCK name (at most 64 characters, server-wide): ``name`` on this database."""
         return f"nexus_queues.{lock_key(self.connection.settings_dict['NAME'] + '.' + name)}.{name}"[:64]
+
+    def by_code_point(self, column: str) -> str:
+        # Binary and without padding ('a' = 'a ' is true under PAD SPACE); a text of another charset converted first.
+        mariadb = self.connection.mysql_is_mariadb  # type: ignore[attr-defined]
+        collation = "utf8mb4_nopad_bin" if mariadb else "utf8mb4_0900_bin"
+        return f"CONVERT({column} USING utf8mb4) COLLATE {collation}"
 
     @contextmanager
     def patient_row_locks(self) -> Iterator[None]:

@@ -357,6 +357,9 @@ class PostgresBackend(Backend):
     def listen(self) -> Listener:
         return NotifyListener.connect(self.connection.get_connection_params(), settings.NOTIFY_CHANNEL)
 
+    def by_code_point(self, column: str) -> str:
+        return f'{column} COLLATE "C"'
+
     def transaction_pooled(self) -> bool:
         return bool(self.connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"))
 

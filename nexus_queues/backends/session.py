@@ -91,6 +91,11 @@ class Session:
         None when nothing does."""
         return None
 
+    def by_code_point(self, column: str) -> str:
+        """The quoted ``column`` of text compared by its characters' code points, as Spark compares text, whatever
+        the column's collation (SQLite's own collation does already)."""
+        return column
+
     def database(self) -> str:
         """Names the database (not the alias), the same in every process that uses it."""
         params = self.connection.settings_dict

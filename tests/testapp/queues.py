@@ -1,10 +1,12 @@
 """Queues the test suite works on, one per kind of queue option."""
 
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
+from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, Field
 
 from nexus_queues import BatchResult, QueueMessage, QueueMessageWithId
 
@@ -88,3 +90,46 @@ class BatchReport(QueueMessage, queue="batch_reports", keep_processed_for=None, 
 
     note: str = ""
     batch: BatchResult | None = None
+
+
+class Colour(StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Line(BaseModel):
+    sku: str
+    quantity: int = Field(ge=1)
+    price: Decimal = Field(max_digits=12, decimal_places=2)
+    note: str | None = None
+
+
+class Place(BaseModel):
+    country: str = Field(pattern=r"^[A-Z]{2}$")
+    city: str | None = None
+
+
+class Specimen(QueueMessageWithId, queue="specimens", category="Spark"):
+    """A field of each type a read gives a Spark type of its own (the two readers of a queue compare on it)."""
+
+    key: str
+    count: int
+    ratio: float
+    flag: bool
+    price: Decimal = Field(max_digits=12, decimal_places=2)
+    amount: Decimal
+    taken_at: AwareDatetime
+    day: date
+    ref: UUID
+    colour: Colour
+    level: Literal[1, 2, 3]
+    place: Place
+    lines: list[Line] = []
+    tags: list[str] = []
+    scores: dict[str, int] = {}
+    note: str | None = None
+    limit: int = 10
+
+    @property
+    def message_id(self) -> str:
+        return self.key

@@ -1,4 +1,5 @@
-"""Spark reads and writes nexus queues: the ``nexus`` data source of PySpark's Python Data Source API.
+"""Spark reads and writes nexus queues: ``sync`` and ``read``, in Spark's JVM with its JDBC source where the session
+has the database's driver, else with the ``nexus`` data source of PySpark's Python Data Source API.
 
 Add ``"nexus_queues.contrib.spark"`` to ``INSTALLED_APPS`` (it records each sync) and install the
 ``spark`` extra. Nothing here imports PySpark until it is used.
@@ -14,6 +15,7 @@ _EXPORTS = {
     "session": "source",
     "register": "source",
     "NexusDataSource": "source",
+    "read": "jdbc_reading",
     "sync": "syncing",
     "SyncCounts": "syncing",
     "SyncFailed": "syncing",
@@ -22,6 +24,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .jdbc_reading import read
     from .source import NexusDataSource, register, session
     from .syncing import SyncCounts, SyncFailed, sync
 

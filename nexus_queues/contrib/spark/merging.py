@@ -252,5 +252,7 @@ def _waiting(record: Sync) -> None:
 
 def _fail(record: Sync, alias: str, error: str) -> None:
     record.state, record.error, record.finished_at = Sync.State.FAILED, error, timezone.now()
-    record.save(using=alias)
+    # Only these: the counts and batch a failed merge set on the record were rolled back with it (saving its batch
+    # id, gone, failed with a foreign key error that hid the merge's own).
+    record.save(using=alias, update_fields=["state", "error", "finished_at"])
     logger.warning("Sync #%s into %s failed: %s", record.pk, record.queue, error, extra={"action": "spark_sync_failed"})

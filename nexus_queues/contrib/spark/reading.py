@@ -27,7 +27,7 @@ from django.db.models import Q
 from pydantic_core import PydanticUndefined, to_jsonable_python
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import StructType
 
 from ...backends.lines import json_lines, writes_json_lines
 from ...exceptions import InvalidArgument
@@ -35,7 +35,7 @@ from ...registry import registry
 from .executors import DjangoSetup, django_ready
 from .lines import BulkParser, _Unparsed
 from .options import ReadOptions
-from .schema import ROW_COLUMNS, is_json, message_keys, row_columns
+from .schema import ROW_COLUMNS, holds_json, is_json, message_keys, row_columns
 from .values import Converter, column_converter
 
 if TYPE_CHECKING:
@@ -79,11 +79,10 @@ class QueueReader(DataSourceReader):
     def partitions(self) -> list[IdRange]:
         """The ids of the rows read, from the smallest to the largest, in ranges of equal width."""
         with django_ready(self.django):
-            items = registry.get(self.options.queue).queue_items().filter(narrowing(self.options))
-            first = items.order_by("id").values_list("id", flat=True).first()
-            last = items.order_by("-id").values_list("id", flat=True).first()
-        if first is None or last is None:
+            bounds = id_bounds(registry.get(self.options.queue).queue_items().filter(narrowing(self.options)))
+        if bounds is None:
             return [IdRange(1, 0)]
+        first, last = bounds
         return id_ranges(first, last, self.options.partitions or default_partitions(last - first + 1))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -120,6 +119,13 @@ def narrowing(options: ReadOptions) -> Q:
         if end is not None:
             rows &= Q(**{f"{column}__lt": end})
     return rows
+
+
+def id_bounds(items: QueueItemQuerySet) -> tuple[int, int] | None:
+    """The smallest and largest id of ``items`` (an index's two ends: no row is counted); None when there are none."""
+    first = items.order_by("id").values_list("id", flat=True).first()
+    last = items.order_by("-id").values_list("id", flat=True).first()
+    return None if first is None or last is None else (first, last)
 
 
 def chunks(ids: IdRange, width: int = CHUNK) -> Iterator[IdRange]:
@@ -178,7 +184,7 @@ class RowMaker:
         """The schema's row columns: their name to the table's column."""
         self.defaults: dict[str, Any] = {}
         """The schema's message fields: their key to the JSON data a message lacking it reads as."""
-        self.bulk = not any(_holds_json(column.dataType) or is_json(column) for column in schema.fields)
+        self.bulk = not any(holds_json(column.dataType) or is_json(column) for column in schema.fields)
         """Does the bulk path read the schema as this class does? Not for JSON text, nor for a row column
         given another type than its own."""
         own = {column.name: column.dataType for column in ROW_COLUMNS}
@@ -214,17 +220,6 @@ class RowMaker:
         if column not in self.columns:
             self.columns.append(column)
         return self.columns.index(column)
-
-
-def _holds_json(data_type: DataType) -> bool:
-    """Does ``data_type`` hold a column of JSON text?"""
-    if isinstance(data_type, StructType):
-        return any(is_json(f) or _holds_json(f.dataType) for f in data_type.fields)
-    if isinstance(data_type, ArrayType):
-        return _holds_json(data_type.elementType)
-    if isinstance(data_type, MapType):
-        return _holds_json(data_type.keyType) or _holds_json(data_type.valueType)
-    return False
 
 
 def _default(field: FieldInfo) -> Any:

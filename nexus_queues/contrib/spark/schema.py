@@ -95,6 +95,17 @@ def is_json(column: StructField) -> bool:
     return bool(column.metadata.get("nexus_queues.json"))
 
 
+def holds_json(data_type: DataType) -> bool:
+    """Does ``data_type`` hold a column of JSON text?"""
+    if isinstance(data_type, StructType):
+        return any(is_json(f) or holds_json(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return holds_json(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return holds_json(data_type.keyType) or holds_json(data_type.valueType)
+    return False
+
+
 def message_field(key: str, field: FieldInfo) -> StructField:
     """The column of a message field: nullable, as a stored message may lack it or hold what no longer fits."""
     data_type, json = _type(field.annotation, field.metadata, frozenset())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
-from decimal import Context, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
 from pyspark.sql.types import (
@@ -137,8 +137,8 @@ def _map(data_type: MapType) -> Converter:
 
 def _decimal(data_type: DecimalType) -> Converter:
     exponent = Decimal(1).scaleb(-data_type.scale)
-    # Rounded to the scale; a value with more digits than the precision raises InvalidOperation.
-    context = Context(prec=data_type.precision, traps=[InvalidOperation])
+    # Rounded to the scale half up, as Spark rounds (from_json, cast); more digits than the precision raise.
+    context = Context(prec=data_type.precision, rounding=ROUND_HALF_UP, traps=[InvalidOperation])
 
     def decimal(value: Any) -> Decimal:
         if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):

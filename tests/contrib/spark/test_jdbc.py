@@ -149,10 +149,10 @@ def test_jdbc__spark_reads_a_row_of_the_test_database(spark: SparkSession, jdbc:
     ]
 
 
-# Without spark.jars, the engine's driver is missing: asked twice, it warns once.
+# Without spark.jars, the engine's driver is missing: asked twice, it warns once; a read takes the data source.
 WITHOUT_DRIVER = """
 import logging
-from nexus_queues.contrib.spark import session
+from nexus_queues.contrib.spark import read, session
 from nexus_queues.contrib.spark.jdbc import jvm_connection
 from nexus_queues.exceptions import NoJvmPath
 
@@ -163,12 +163,15 @@ for _ in range(2):
         jvm_connection(spark, "default")
     except NoJvmPath as exc:
         print("NoJvmPath:", exc)
+print("read:", read(spark, "greetings").collect()[0].name)
 """
 
 
 @pytest.mark.engines("postgresql", "mysql")
 def test_jvm_connection__without_the_driver_names_the_package_and_warns_once(child_env: dict[str, str]) -> None:
-    """A session without the engine's driver is told which package to add, in one warning per session."""
+    """A session without the engine's driver is told which package to add, in one warning per session; read() then
+    reads with the nexus data source."""
+    enqueue(Greeting(name="Ada"))
     driver = backend_for("default").jdbc_driver
     assert driver is not None
     code = "import django; django.setup()\n" + WITHOUT_DRIVER
@@ -179,3 +182,4 @@ def test_jvm_connection__without_the_driver_names_the_package_and_warns_once(chi
     assert done.stdout.count(f"NoJvmPath: Spark cannot load {driver.driver}") == 2 and said in done.stdout, done.stderr
     assert done.stderr.count("WARNING Spark cannot load") == 1, done.stderr
     assert "Until then it takes the Python path." in done.stderr
+    assert "read: Ada" in done.stdout, done.stderr

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from nexus_queues import Status, enqueue, enqueue_many
 from nexus_queues.contrib.spark import SyncCounts, sync
@@ -123,3 +123,45 @@ def test_nexus_spark_sync__shows_that_it_waits_its_turn(child_env: dict[str, str
     finally:
         commands.kill_the_rest()
     assert Inventory.queue_items().count() == 2
+
+
+def test_sync__overlapping_syncs_wait_for_a_held_row_then_count(frame: Any) -> None:
+    """Two syncs of the same products overlap while a third connection holds a stored row longer than the server's
+    lock wait timeout (MariaDB's innodb_lock_wait_timeout, 50 s): the first merge waits for the row, the second for
+    the first merge; then each stores and counts what it found (MariaDB failed the first after 50 s, error 1205
+    from the lock of a changed batch member, nothing stored)."""
+    sync(frame(products(100), PRODUCT), Product)
+    renamed = [(sku, "Renamed" if sku == "SKU-3" else name, prices) for sku, name, prices in products(100)]
+    first_df, second_df = frame(renamed, PRODUCT), frame(renamed, PRODUCT)
+
+    with row_held(Product, "SKU-3"):
+        first = Background(lambda: sync(first_df, Product))
+        _wait_for(lambda: lock_waits(longer_than=_lock_wait_timeout()) == 1, first)
+        second = Background(lambda: sync(second_df, Product))
+        _wait_for(lambda: lock_waits() == 2, second)
+
+    first_counts, second_counts = first.outcome(), second.outcome()
+    assert first_counts == SyncCounts(
+        new=0, changed=1, unchanged=99, scheduled=0, rejected=0, superseded=0, batch=first_counts.batch
+    )
+    assert first_counts.batch is not None
+    assert second_counts == SyncCounts(new=0, changed=0, unchanged=100, scheduled=0, rejected=0, superseded=0)
+    assert Product.queue_items().get(message_id="SKU-3").message.name == "Renamed"
+
+
+def _lock_wait_timeout() -> int:
+    """Seconds after which the server fails a statement waiting for a row lock by default (PostgreSQL: never)."""
+    if connection.vendor != "mysql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@GLOBAL.innodb_lock_wait_timeout")
+        return int(cursor.fetchone()[0])
+
+
+def _wait_for(condition: Callable[[], bool], work: Background) -> None:
+    deadline = time.monotonic() + SPARK_PATIENCE
+    while not condition():
+        if not work.thread.is_alive():
+            work.outcome()  # what it raised
+        assert time.monotonic() < deadline, "the sync never waited on the lock"
+        time.sleep(0.05)

@@ -31,12 +31,15 @@ def convert(data_type: object, value: object, metadata: dict[str, bool] | None =
 
 
 def test_column_converter__decimals() -> None:
-    """Decimals from their JSON text or numbers, rounded to the scale; too many digits read as null."""
+    """Decimals from their JSON text or numbers, rounded half up to the scale (as Spark's from_json and casts round);
+    too many digits read as null."""
     cents = DecimalType(10, 2)
 
     assert convert(cents, "7.95") == Decimal("7.95")
     assert convert(cents, 3) == Decimal("3.00")
-    assert convert(cents, "1.005") == Decimal("1.00")
+    assert (convert(cents, "1.005"), convert(cents, "-1.005"), convert(cents, "1.0049")) == (
+        Decimal("1.01"), Decimal("-1.01"), Decimal("1.00")
+    )
     assert convert(cents, "123456789.00") is None
     assert convert(DecimalType(38, 18), "12345678901234567890.123456789012345678") == Decimal(
         "12345678901234567890.123456789012345678"
