@@ -17,7 +17,7 @@ def test_list_queues__counts_per_status_and_health(admin):
     queues = {q["name"]: q for q in admin.get("queues").json()}
     assert set(queues) == {
         "arrivals", "audits", "batch_reports", "beats", "calls", "digests", "errands", "greetings", "inventory",
-        "nudges", "pings", "products", "shipments", "tours", "visits",
+        "nudges", "pings", "products", "shipments", "specimens", "tours", "visits",
         "tasks_default", "tasks_reports",  # the task queues of settings.TASKS are queues like the others
     }
     greetings = queues["greetings"]

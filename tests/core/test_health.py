@@ -219,7 +219,7 @@ def test_queue_checks__one_per_queue_with_health_check(greeting_options):
     """Every registered queue gets a check unless its health_check option is off."""
     every = {
         "arrivals", "audits", "batch_reports", "digests", "greetings", "inventory", "pings", "products", "shipments",
-        "tasks_default", "tasks_reports",  # the task queues of settings.TASKS have health checks too
+        "specimens", "tasks_default", "tasks_reports",  # the task queues of settings.TASKS have health checks too
     }
     assert {c.queue for c in queue_checks()} == every
     greeting_options(health_check=False)
@@ -234,7 +234,7 @@ def test_page__reports_each_queue():
     """The health page served under /nexus/health/ lists every queue; any failure makes it 500."""
     ok = Client().get("/nexus/health/", {"format": "json"})
     assert ok.status_code == 200
-    assert ok.json()["Queue greetings"] == "OK" and len(ok.json()) == 11  # 2 of them task queues
+    assert ok.json()["Queue greetings"] == "OK" and len(ok.json()) == 12  # 2 of them task queues
     set_status(Status.ERROR)
     failing = Client().get("/nexus/health/", {"format": "json"})
     assert failing.status_code == 500
@@ -267,7 +267,7 @@ def test_view__adds_queue_checks_to_configured_ones():
     """The view keeps the checks it is given and adds the queues' after them."""
     view = QueueHealthCheckView(checks=["health_check.checks.Database"])
     names = [type(check).__name__ for check in view.get_checks()]
-    assert names[0] == "Database" and names.count("QueueCheck") == 11  # 2 of them task queues
+    assert names[0] == "Database" and names.count("QueueCheck") == 12  # 2 of them task queues
 
 
 @pytest.mark.engines("mysql", "postgresql")
