@@ -4,7 +4,6 @@ pydantic accepts, and the same fields named for the rows it refuses (a property 
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -14,13 +13,13 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, Field
 from pyspark.sql import DataFrame, SparkSession
 
 from nexus_queues import QueueMessageWithId, UtcDatetime
 from nexus_queues.contrib.spark.compiling import STAGED_COLUMNS, NotCompilable, select_staged, staged_columns
 from nexus_queues.contrib.spark.rows import RowStager
-from nexus_queues.contrib.spark.schema import message_field, message_keys
+from demo_project.shop.prices import Price as DemoPrice
 from nexus_queues.staging import StagedRow
 
 pytestmark = pytest.mark.slow
@@ -129,15 +128,12 @@ ROWS = st.tuples(
 )
 
 
-def frame_schema(message_class: type[BaseModel]) -> str:
-    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for k, f in
-                     ((k, message_field(k, f)) for k, f in message_keys(message_class).items()))  # fmt: skip
-
-
-def both_paths(frame: DataFrame, message_class: type[QueueMessageWithId]) -> list[tuple[dict[str, Any], StagedRow]]:
+def both_paths(
+    frame: DataFrame, message_class: type[QueueMessageWithId], time_zone: str = "UTC"
+) -> list[tuple[dict[str, Any], StagedRow]]:
     """Each row's staged columns on the JVM path beside what the Python path (RowStager, row by row) stages for it,
     from one Spark job (its input columns read as the Python path reads them, through Arrow)."""
-    compiled = staged_columns(message_class, frame.schema)
+    compiled = staged_columns(message_class, frame.schema, time_zone=time_zone)
     names = [field.name for field in frame.schema.fields]
     table = frame.selectExpr("*", *(f"{compiled[name]} AS nexus_{name}" for name in STAGED_COLUMNS)).toArrow()
     stager = RowStager(message_class, 0, 0, NOW, whole_batches=False)
@@ -185,3 +181,112 @@ def test_staged_columns__same_as_the_python_path(spark: SparkSession, rows: list
 def test_staged_columns__some_rows_valid() -> None:
     """The property above compared accepted rows as well as refused ones (it ran first)."""
     assert sum(VALID) > len(VALID) / 4, (sum(VALID), len(VALID))
+
+
+class Loose(BaseModel):
+    """A nested model that ignores extra fields (pydantic's default)."""
+
+    name: str
+    size: int = 1
+
+
+class Shaped(QueueMessageWithId, abstract=True):
+    """Fields that a missing column fills from their default, or that every row then lacks."""
+
+    key: int
+    part: Loose
+    label: str = "plain"
+    parts: list[Loose] = []
+    price: Decimal = Decimal("24.90")
+    required: str
+
+    @property
+    def message_id(self) -> int:  # type: ignore[override]  # message_id_of stores an int id as its text
+        return self.key
+
+
+class Catalogued(QueueMessageWithId, abstract=True):
+    """The demo catalogue's ProductUpdated (its app is not installed in the tests' settings), with its Price."""
+
+    sku: str
+    name: str
+    prices: list[DemoPrice]
+
+    @property
+    def message_id(self) -> str:
+        return self.sku
+
+
+class InUtc(QueueMessageWithId, abstract=True):
+    key: str
+    at: UtcDatetime
+
+    @property
+    def message_id(self) -> str:
+        return self.key
+
+
+@pytest.mark.parametrize(
+    ("ddl", "rows"),
+    [
+        # every row lacks "required": each is refused naming it; "label", "parts" and "price" take their defaults
+        ("key bigint, part struct<name: string, extra: string>", [(1, ("a", "x")), (2, None)]),
+        ("key bigint, required string, part struct<name: string, size: int>, other string",  # "other" is forbidden
+         [(1, "r", ("a", 2), None), (2, "r", ("b", None), "o")]),  # fmt: skip
+        ("key bigint, required string, part struct<name: string, extra: string>, label string",
+         [(1, "r", ("a", "ignored"), None), (-3, "r", ("é\n", None), "x")]),  # fmt: skip
+    ],
+)
+def test_staged_columns__missing_and_extra_columns_as_pydantic(spark: SparkSession, ddl: str, rows: list[Any]) -> None:
+    """A missing column takes the field's default or refuses every row ("Field required"); a column that is no field
+    refuses every row where the class forbids extras, and is dropped where the nested model ignores them."""
+    staged = both_paths(spark.createDataFrame(rows, ddl), Shaped)
+    for jvm, python in staged:
+        assert_same(jvm, python, "Shaped")
+    assert any(python.reject is None for _, python in staged) == ("required" in ddl and "other" not in ddl)
+
+
+def test_select_staged__the_same_rows_as_the_expressions(spark: SparkSession) -> None:
+    """select_staged (three projections, each expression evaluated once) gives what staged_columns' expressions do."""
+    rows = [("k", 1, ("AB", 2, Decimal("1.50"), None)), ("", 2, None), ("z", 0, ("ab", 1, Decimal(1), "n"))]
+    frame = spark.createDataFrame(rows, f"key string, count bigint, leaf {LEAF}")
+
+    class Small(QueueMessageWithId, abstract=True):
+        key: str
+        count: int = Field(ge=1)
+        leaf: Leaf
+
+        @property
+        def message_id(self) -> str:
+            return self.key
+
+    compiled = staged_columns(Small, frame.schema)
+    expected = frame.selectExpr("count", *(f"{compiled[n]} AS {n}" for n in STAGED_COLUMNS)).collect()
+    assert select_staged(frame, Small, ("count",)).collect() == expected
+    assert [row.errors is None for row in expected] == [True, False, False]
+
+
+def test_staged_columns__utc_times_from_a_session_in_another_zone(spark: SparkSession) -> None:
+    """A UtcDatetime is written in UTC by both paths when the session's time zone is not UTC."""
+    rows = [("a", datetime(2024, 3, 1, 12, 30, tzinfo=UTC)), ("b", datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC))]
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kathmandu")
+    try:
+        frame = spark.createDataFrame(rows, "key string, at timestamp")
+        assert staged_columns(InUtc, frame.schema, time_zone="Asia/Kathmandu")
+        for jvm, python in both_paths(frame, InUtc, time_zone="Asia/Kathmandu"):
+            assert_same(jvm, python, "InUtc")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_staged_columns__the_demo_catalogue(spark: SparkSession) -> None:
+    """The demo's ProductUpdated compiles, and stages what the Python path stages."""
+    price = "struct<currency: string, amount: decimal(38, 18), valid_from: timestamp, valid_to: timestamp>"
+    rows = [
+        ("SKU-1", "Lamp", [("EUR", Decimal("9.95"), datetime(2026, 1, 1, tzinfo=UTC), None)]),
+        ("SKU-2", "Desk \"oak\"", []),
+        ("SKU-3", "Chair", [("EUR", None, None, None)]),
+    ]
+    frame = spark.createDataFrame(rows, f"sku string, name string, prices array<{price}>")
+    for jvm, python in both_paths(frame, Catalogued):
+        assert_same(jvm, python, "Catalogued")
