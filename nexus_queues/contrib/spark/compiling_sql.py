@@ -89,6 +89,7 @@ def utc_timestamp(value: str) -> str:
     micros = f"unix_micros({value})"
     of_day = f"pmod({micros}, {DAY_MICROS}L)"
     day = f"date_from_unix_date(CAST(({micros} - {of_day}) DIV {DAY_MICROS}L AS INT))"
+    fraction = f"{of_day} % 1000000L"
 
     def two(number: str) -> str:
         return f"lpad(CAST({number} AS STRING), 2, '0')"
@@ -102,7 +103,7 @@ def utc_timestamp(value: str) -> str:
         two(f"({of_day} DIV 60000000L) % 60"),
         "':'",
         two(f"({of_day} DIV 1000000L) % 60"),
-        f"CASE WHEN {of_day} % 1000000L = 0 THEN '' ELSE concat('.', lpad(CAST({of_day} % 1000000L AS STRING), 6, '0')) END",
+        f"CASE WHEN {fraction} = 0 THEN '' ELSE concat('.', lpad(CAST({fraction} AS STRING), 6, '0')) END",
         "'Z\"'",
     )
 
@@ -112,9 +113,9 @@ def error(path: str, reason: str) -> str:
     return f"named_struct('field', {path}, 'reason', {reason})"
 
 
-def first_error(path: str, checks: list[tuple[str, str]]) -> str:
-    """The error of the first check failing (SQL condition, SQL reason) at ``path``, else NULL: an ARRAY of one."""
+def first_error(checks: list[tuple[str, str]]) -> str:
+    """The error of the first check failing (SQL condition, SQL error struct), else NULL: an ARRAY of one."""
     if not checks:
         return ""
-    branches = " ".join(f"WHEN {condition} THEN {error(path, reason)}" for condition, reason in checks)
+    branches = " ".join(f"WHEN {condition} THEN {found}" for condition, found in checks)
     return f"array(CASE {branches} ELSE {NO_ERROR} END)"
