@@ -54,7 +54,8 @@ def json_string(value: str) -> str:
     stay as they are)."""
     escaped = value
     for character, escape in _ESCAPES:
-        escaped = f"replace({escaped}, {literal(character)}, {literal(escape)})"
+        found = f"char({ord(character)})" if character < " " else literal(character)
+        escaped = f"replace({escaped}, {found}, {literal(escape)})"
     needs = literal('[\\x00-\\x1f"\\\\]')
     return f"concat('\"', CASE WHEN {value} RLIKE {needs} THEN {escaped} ELSE {value} END, '\"')"
 
@@ -69,7 +70,7 @@ def canonical_decimal(value: str, scale: int) -> str:
     form: no trailing zeros, no exponent, ``0`` for zero (Spark writes no exponent and no negative zero)."""
     text = f"CAST({value} AS STRING)"
     if scale > 0:
-        text = f"regexp_replace(regexp_replace({text}, {literal('0+$')}, ''), {literal('[.]$')}, '')"
+        text = f"trim(TRAILING '.' FROM trim(TRAILING '0' FROM {text}))"  # Spark writes the point at a scale > 0
     return f"concat('\"', {text}, '\"')"
 
 
