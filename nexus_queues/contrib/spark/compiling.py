@@ -50,7 +50,7 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType, *, tim
     Raises :class:`NotCompilable` when a field or a column is outside the supported set.
     """
     message_id, json, errors = _compiled(message_class, schema, time_zone)
-    message = f"CASE WHEN {errors} IS NULL THEN {json} END"
+    message = f"CASE WHEN {errors} IS NULL THEN {sql.lower_escapes(json)} END"
     return {
         "message_id": f"CASE WHEN {errors} IS NULL THEN {message_id} END",
         "message": message,
@@ -71,7 +71,7 @@ def select_staged(
         .selectExpr(
             *kept,
             f"CASE WHEN {_ERRORS} IS NULL THEN message_id END AS message_id",
-            f"CASE WHEN {_ERRORS} IS NULL THEN {_JSON} END AS message",
+            f"CASE WHEN {_ERRORS} IS NULL THEN {sql.lower_escapes(_JSON)} END AS message",
             f"{_ERRORS} AS errors",
         )
         .selectExpr(*kept, "message_id", "message", "sha2(message, 256) AS message_hash", "errors")
@@ -79,7 +79,8 @@ def select_staged(
 
 
 def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: str) -> tuple[str, str, str]:
-    """The message id, the JSON text and the errors (SQL) of a row of ``schema``."""
+    """The message id, the JSON text (Spark's: see :func:`.compiling_sql.lower_escapes`) and the errors (SQL) of a
+    row of ``schema``; the errors built only for a row that fails a check."""
     fields = message_class.model_fields
     placing = [c.name for c in schema.fields if c.name in PLACEMENT_COLUMNS and c.name not in fields]
     if placing:
@@ -95,20 +96,22 @@ def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: 
     if core["type"] != "model":
         raise NotCompilable(f"{message_class.__qualname__}: a model validator or serializer of its own.")
     top = Path((), (message_class.__qualname__,))
-    json, errors = walk.fields(core, schema, sql.name, top)
-    message_id, id_errors = _message_id(message_class, schema)
+    struct, errors, valid = walk.fields(core, schema, sql.name, top)
+    message_id, id_errors, id_valid = _message_id(message_class, schema)
     every = [*errors, *id_errors]
+    json = sql.to_json(struct)
     if not every:
         return message_id, json, "CAST(NULL AS STRING)"
     joined = every[0] if len(every) == 1 else f"concat({', '.join(every)})"
     found = f"filter({joined}, nexus_e -> nexus_e IS NOT NULL)"
-    return message_id, json, f"nullif(to_json({found}), '[]')"
+    errors_json = f"nullif(to_json({found}), '[]')"
+    return message_id, json, f"CASE WHEN NOT ({sql.all_of([*valid, *id_valid])}) THEN {errors_json} END"
 
 
-def _message_id(message_class: type[QueueMessage], schema: StructType) -> tuple[str, list[str]]:
-    """The message id (SQL) and its errors, for a class whose id is one of its str or int fields."""
+def _message_id(message_class: type[QueueMessage], schema: StructType) -> tuple[str, list[str], list[str]]:
+    """The message id (SQL), its errors and its checks, for a class whose id is one of its str or int fields."""
     if not message_class.has_identity:
-        return "CAST(NULL AS STRING)", []
+        return "CAST(NULL AS STRING)", [], []
     attribute = _id_field(message_class)
     info = message_class.model_fields[attribute]
     key = info.validation_alias if isinstance(info.validation_alias, str) else info.alias or attribute
@@ -124,7 +127,9 @@ def _message_id(message_class: type[QueueMessage], schema: StructType) -> tuple[
     empty = sql.error("'(message)'", sql.literal(f"{name} must be non-empty text, got ''."))
     long = sql.error("'(message)'", sql.literal(f"{name} is longer than 255."))
     check = f"array(CASE WHEN {value} = '' THEN {empty} WHEN length({value}) > 255 THEN {long} ELSE {sql.NO_ERROR} END)"
-    return value, [check] if info.annotation is str else []
+    if info.annotation is not str:
+        return value, [], []
+    return value, [check], [sql.passes([f"{value} = ''", f"length({value}) > 255"])]
 
 
 class _Probe:

@@ -38,14 +38,15 @@ _BOUNDS = {
 
 
 Scalar = tuple[str, list[tuple[str, str]], str]
-"""A scalar's JSON text, its checks (failing SQL condition, SQL reason), and pydantic's reason for a NULL."""
+"""A scalar's value as ``to_json`` is to write it, its checks (failing SQL condition, SQL reason), and pydantic's
+reason for a NULL."""
 
 
 def scalar(
     kind: str, schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, utc: bool, time_zone: str
 ) -> Scalar:
-    """``value`` (SQL of ``data_type``) of the core schema's ``kind``: its JSON text, its checks (SQL condition that
-    fails, SQL reason) and the reason pydantic gives for NULL."""
+    """``value`` (SQL of ``data_type``) of the core schema's ``kind``: its value as ``to_json`` is to write it, its
+    checks (SQL condition that fails, SQL reason) and the reason pydantic gives for NULL."""
     return _SCALARS[kind](schema, value, data_type, at, utc, time_zone)
 
 
@@ -88,7 +89,7 @@ def _str(schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, u
         checks.append(
             (f"NOT ({value} RLIKE {sql.literal(java)})", sql.literal(f"String should match pattern '{pattern}'"))
         )
-    return sql.json_string(value), checks, "Input should be a valid string"
+    return value, checks, "Input should be a valid string"
 
 
 def _long(bound: Any) -> str:
@@ -103,12 +104,12 @@ def _int(schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, u
         checks = _bounds(schema, value, _long)
     except ValueError as exc:
         raise NotCompilable(f"field {at.name}: a bound {exc} outside the signed 64-bit range.") from exc
-    return f"CAST({value} AS STRING)", checks, "Input should be a valid integer"
+    return value, checks, "Input should be a valid integer"
 
 
 def _bool(schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, utc: bool, time_zone: str) -> Scalar:
     _needs(data_type, (BooleanType,), "a bool", at)
-    return f"CASE WHEN {value} THEN 'true' ELSE 'false' END", [], "Input should be a valid boolean"
+    return value, [], "Input should be a valid boolean"
 
 
 def _decimal(schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, utc: bool, time_zone: str) -> Scalar:
@@ -180,7 +181,7 @@ def _date(schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, 
             sql.literal("Input should be a valid date (years 1 to 9999)"),
         )
     ]
-    return f"concat('\"', CAST({value} AS STRING), '\"')", checks, "Input should be a valid date"
+    return f"CAST({value} AS STRING)", checks, "Input should be a valid date"
 
 
 def _datetime(
@@ -220,10 +221,8 @@ def _choices(schema: Mapping[str, Any], value: str, data_type: DataType, at: Pat
     literals = [sql.literal(v) if isinstance(v, str) else _long(v) for v in values]
     expected = [repr(v) for v in values]
     words = expected[0] if len(expected) == 1 else f"{', '.join(expected[:-1])} or {expected[-1]}"
-    cases = " ".join(f"WHEN {lit} THEN {sql.json_literal(v)}" for lit, v in zip(literals, values, strict=True))
-    json = f"CASE {value} {cases} END"
     checks = [(f"NOT ({value} IN ({', '.join(literals)}))", sql.literal(f"Input should be {words}"))]
-    return json, checks, f"Input should be {words}"
+    return value, checks, f"Input should be {words}"
 
 
 _SCALARS: dict[str, Callable[[Mapping[str, Any], str, DataType, Path, bool, str], Scalar]] = {

@@ -12,7 +12,6 @@ from copy import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 from pydantic import BaseModel, create_model
 from pyspark.sql.types import ArrayType, DataType, StructType
 
@@ -46,11 +45,12 @@ _DEFAULT_FACTORIES = (list, dict, set, frozenset, tuple)
 
 @dataclass(frozen=True)
 class Compiled:
-    """A value's JSON text (SQL; what a valid row holds) and its errors (SQL arrays of error structs, NULLs in them
-    meaning none)."""
+    """A value as ``to_json`` is to write it (SQL; what a valid row holds), its errors (SQL arrays of error structs,
+    NULLs in them meaning none) and the checks it passes when it has none (SQL, each NOT NULL)."""
 
     json: str
     errors: list[str] = field(default_factory=list)
+    valid: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -111,10 +111,8 @@ class Walk:
             dump = dotted(at.dump)
             reason = sql.concat(dump, sql.literal(": holds NUL (\\x00), which PostgreSQL cannot store."))
             failing.append((sql.has_nul(value), sql.error(dump, reason)))
-        if nullable:
-            json = f"CASE WHEN {value} IS NULL THEN 'null' ELSE {json} END"
         errors = sql.first_error(failing)
-        return Compiled(json, [errors] if errors else [])
+        return Compiled(json, [errors] if errors else [], [sql.passes([c for c, _ in failing])] if failing else [])
 
     def sequence(
         self, schema: Mapping[str, Any], value: str, data_type: DataType, at: Path, nullable: bool
@@ -127,9 +125,7 @@ class Walk:
         item = self.value(
             schema.get("items_schema", {"type": "any"}), item_var, data_type.elementType, at.index(index_var)
         )
-        json = f"concat('[', array_join(transform({value}, {item_var} -> {item.json}), ','), ']')"
-        if nullable:
-            json = f"CASE WHEN {value} IS NULL THEN 'null' ELSE {json} END"
+        json = value if item.json == item_var else f"transform({value}, {item_var} -> {item.json})"
         loc = dotted(at.loc)
         invalid = sql.error(loc, sql.literal("Input should be a valid list"))
         branches = [] if nullable else [(f"{value} IS NULL", invalid)]
@@ -150,39 +146,56 @@ class Walk:
             short = f"array({sql.error(loc, reason)})"
             if items:
                 found, none = f"nexus_e{depth}", f"nexus_v{depth}"
-                valid = f"size(filter({found}, {none} -> {none} IS NOT NULL)) = 0"
+                none_found = f"size(filter({found}, {none} -> {none} IS NOT NULL)) = 0"
                 items = (
-                    f"element_at(transform(array({items}), {found} -> CASE WHEN {valid} AND size({value}) < "
+                    f"element_at(transform(array({items}), {found} -> CASE WHEN {none_found} AND size({value}) < "
                     f"{least} THEN {short} ELSE {found} END), 1)"
                 )
             else:
                 branches.append((f"size({value}) < {least}", sql.error(loc, reason)))
+        failing = [condition for condition, _ in branches]
+        if least is not None and items:
+            failing.append(f"size({value}) < {least}")
+        valid = [sql.passes(failing)] if failing else []
+        if item.valid:
+            valid.append(f"coalesce(forall({value}, {item_var} -> {sql.all_of(item.valid)}), true)")
+        if nullable and valid:
+            valid = [f"({value} IS NULL OR {sql.all_of(valid)})"]
         if not branches and not items:
-            return Compiled(json)
+            return Compiled(json, [], valid)
         cases = " ".join(f"WHEN {condition} THEN array({error})" for condition, error in branches)
         if nullable:
             cases = f"WHEN {value} IS NULL THEN array({sql.NO_ERROR}) {cases}"
         rest = items or f"array({sql.NO_ERROR})"
-        return Compiled(json, [f"CASE {cases} ELSE {rest} END" if cases else rest])
+        return Compiled(json, [f"CASE {cases} ELSE {rest} END" if cases else rest], valid)
 
     def model(self, schema: Mapping[str, Any], value: str, data_type: StructType, at: Path, nullable: bool) -> Compiled:
         """A nested model from a struct column (``value`` NULL-able)."""
         model = schema["cls"]
-        json, errors = self.fields(schema, data_type, lambda key: f"{value}.{sql.name(key)}", at)
+        json, errors, valid = self.fields(schema, data_type, lambda key: f"{value}.{sql.name(key)}", at)
         if nullable:
-            json = f"CASE WHEN {value} IS NULL THEN 'null' ELSE {json} END"
+            json = f"CASE WHEN {value} IS NULL THEN NULL ELSE {json} END"
             if not errors:
                 return Compiled(json)
-            return Compiled(json, [f"CASE WHEN {value} IS NULL THEN array({sql.NO_ERROR}) ELSE {_joined(errors)} END"])
+            return Compiled(
+                json,
+                [f"CASE WHEN {value} IS NULL THEN array({sql.NO_ERROR}) ELSE {_joined(errors)} END"],
+                [f"({value} IS NULL OR {sql.all_of(valid)})"],
+            )
         invalid = sql.error(
             dotted(at.loc), sql.literal(f"Input should be a valid dictionary or instance of {model.__name__}")
         )
-        return Compiled(json, [f"CASE WHEN {value} IS NULL THEN array({invalid}) ELSE {_joined(errors)} END"])
+        return Compiled(
+            json,
+            [f"CASE WHEN {value} IS NULL THEN array({invalid}) ELSE {_joined(errors)} END"],
+            [f"{value} IS NOT NULL", *valid],
+        )
 
     def fields(
         self, schema: Mapping[str, Any], columns: StructType, access: Callable[[str], str], at: Path
-    ) -> tuple[str, list[str]]:
-        """A model's JSON object (SQL) and errors, its fields from ``columns`` (each read by ``access``)."""
+    ) -> tuple[str, list[str], list[str]]:
+        """A model as a struct for ``to_json`` (SQL), its errors and its checks, its fields from ``columns`` (each
+        read by ``access``)."""
         model = schema["cls"]
         if model in self.models or len(self.models) >= MAX_JSON_DEPTH:
             raise NotCompilable(f"field {at.name}: a recursive model, or one nested too deep.")
@@ -211,6 +224,7 @@ class Walk:
         types = {column.name: column.dataType for column in columns.fields}
         members: list[tuple[str, str]] = []
         errors: list[str] = []
+        valid: list[str] = []
         used = set()
         for attribute, spec in inner["fields"].items():
             if set(spec) - {"type", "schema", "metadata", "validation_alias", "serialization_alias", "frozen"}:
@@ -225,42 +239,24 @@ class Walk:
                 compiled = self.value(spec["schema"], access(key), types[key], place)
                 members.append((output, compiled.json))
                 errors += compiled.errors
+                valid += compiled.valid
             elif (default := _default(model, attribute, place)) is not None:
-                members.append((output, sql.literal(default)))
+                members.append((output, default))
             else:
                 errors.append(f"array({sql.error(dotted(place.loc), sql.literal('Field required'))})")
+                valid.append("false")
         if extra == "forbid":
             for extra_column in types:
                 if extra_column not in used:
                     reason = sql.literal("Extra inputs are not permitted")
                     errors.append(f"array({sql.error(dotted(at.key(extra_column, extra_column).loc), reason)})")
+                    valid.append("false")
         self.models.pop()
+        if not members:
+            raise NotCompilable(f"field {at.name}: {model.__name__} has no field to write (Spark has no empty struct).")
         members.sort()
-        pieces = []
-        for position, (output, text) in enumerate(members):
-            pieces += [sql.literal(("{" if position == 0 else ",") + sql_key(output) + ":"), text]
-        pieces.append(sql.literal("}" if members else "{}"))
-        return sql.concat(*_folded(pieces)), errors
-
-
-def sql_key(key: str) -> str:
-    """A key as canonical JSON writes it."""
-    return msgspec.json.encode(key).decode()
-
-
-def _folded(pieces: list[str]) -> list[str]:
-    """Adjacent plain literals joined into one."""
-    out: list[str] = []
-    for piece in pieces:
-        if out and _is_plain(out[-1]) and _is_plain(piece):
-            out[-1] = out[-1][:-1] + piece[1:]
-        else:
-            out.append(piece)
-    return out
-
-
-def _is_plain(piece: str) -> bool:
-    return piece.startswith("'") and piece.endswith("'") and piece.count("'") == 2
+        pairs = ", ".join(f"{sql.literal(output)}, {text}" for output, text in members)
+        return f"named_struct({pairs})", errors, valid
 
 
 def _joined(errors: list[str]) -> str:
@@ -268,7 +264,8 @@ def _joined(errors: list[str]) -> str:
 
 
 def _default(model: type, attribute: str, at: Path) -> str | None:
-    """The canonical JSON text of a field's default (a missing column's value), or None when it has none."""
+    """A field's default (a missing column's value) as SQL that ``to_json`` writes as canonical JSON does, or None
+    when it has none."""
     info = model.model_fields[attribute]  # type: ignore[attr-defined]
     if info.is_required():
         return None
@@ -276,8 +273,7 @@ def _default(model: type, attribute: str, at: Path) -> str | None:
         raise NotCompilable(f"field {at.name}: a default_factory of its own (the JVM path writes one value).")
     probe = create_model("Default", __base__=BaseModel, value=(info.annotation, copy(info)))
     (found,) = json.loads(canonical_json(probe())).values()
-    return sql_key(found) if isinstance(found, str) else _canonical(found)
-
-
-def _canonical(value: Any) -> str:
-    return msgspec.json.encode(value, order="sorted").decode()
+    try:
+        return sql.value_literal(found)
+    except ValueError as exc:
+        raise NotCompilable(f"field {at.name}: a default {found!r} Spark would write otherwise.") from exc

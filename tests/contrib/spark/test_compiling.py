@@ -188,9 +188,13 @@ BASE = (
 )  # fmt: skip
 """A valid row: every character canonical JSON escapes (and some it does not), the extremes of ints and times."""
 NUL_IN_SHORT = (*BASE[:2], "a\x00", *BASE[3:])
+BACKSLASH_U = (
+    *BASE[:1], "\\u000B\\\x0b\\\\u001F\x1f\\\\\x1a", *BASE[2:14], ("AB", 1, Decimal(1), "\\u000e"), *BASE[15:]
+)  # fmt: skip
+"""A valid row holding the text of escapes (a backslash, then ``u000B``) beside real ones: written as they are."""
 
 
-@example(rows=[BASE, NUL_IN_SHORT, (*BASE[:6], Decimal("1E-18"), Decimal("0"), *BASE[8:])])
+@example(rows=[BASE, NUL_IN_SHORT, BACKSLASH_U, (*BASE[:6], Decimal("1E-18"), Decimal("0"), *BASE[8:])])
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
