@@ -24,18 +24,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql.types import StructType
+
 from ...messages import QueueMessage
 from . import compiling_sql as sql
 from .compiling_paths import NotCompilable, Path
+from .compiling_placement import PLACED_COLUMNS, placement
 from .compiling_scalars import UTC_ZONES
 from .compiling_values import Walk
 from .rows import PLACEMENT_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
-__all__ = ["STAGED_COLUMNS", "UTC_ZONES", "NotCompilable", "select_staged", "staged_columns"]
+__all__ = ["PLACED_COLUMNS", "STAGED_COLUMNS", "UTC_ZONES", "NotCompilable", "select_staged", "staged_columns"]
 
 STAGED_COLUMNS = ("message_id", "message", "message_hash", "errors")
 """The names of :func:`staged_columns`' expressions, in order."""
@@ -49,13 +51,14 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType, *, tim
     ``time_zone`` is the session's (``spark.sql.session.timeZone``): the zone Python would be given times in.
     Raises :class:`NotCompilable` when a field or a column is outside the supported set.
     """
-    message_id, json, errors = _compiled(message_class, schema, time_zone)
+    message_id, json, errors, placed = _compiled(message_class, schema, time_zone)
     message = f"CASE WHEN {errors} IS NULL THEN {sql.lower_escapes(json)} END"
     return {
         "message_id": f"CASE WHEN {errors} IS NULL THEN {message_id} END",
         "message": message,
         "message_hash": f"sha2({message}, 256)",
         "errors": errors,
+        **{name: f"CASE WHEN {errors} IS NULL THEN {value} END" for name, value in placed.items()},
     }
 
 
@@ -64,27 +67,35 @@ def select_staged(
 ) -> DataFrame:
     """``frame``'s rows staged: the columns ``keep``, then :data:`STAGED_COLUMNS`, each row validated and written
     once (three projections that Spark does not merge, as each refers to the one before more than once)."""
-    message_id, json, errors = _compiled(message_class, frame.schema, time_zone)
+    message_id, json, errors, placed = _compiled(message_class, frame.schema, time_zone)
     kept = [sql.name(column) for column in keep]
     return (
-        frame.selectExpr(*kept, f"{message_id} AS message_id", f"{json} AS {_JSON}", f"{errors} AS {_ERRORS}")
+        frame.selectExpr(
+            *kept,
+            f"{message_id} AS message_id",
+            f"{json} AS {_JSON}",
+            f"{errors} AS {_ERRORS}",
+            *(f"{value} AS nexus_{name}" for name, value in placed.items()),
+        )
         .selectExpr(
             *kept,
             f"CASE WHEN {_ERRORS} IS NULL THEN message_id END AS message_id",
             f"CASE WHEN {_ERRORS} IS NULL THEN {sql.lower_escapes(_JSON)} END AS message",
             f"{_ERRORS} AS errors",
+            *(f"CASE WHEN {_ERRORS} IS NULL THEN nexus_{name} END AS {name}" for name in placed),
         )
-        .selectExpr(*kept, "message_id", "message", "sha2(message, 256) AS message_hash", "errors")
+        .selectExpr(*kept, "message_id", "message", "sha2(message, 256) AS message_hash", "errors", *placed)
     )
 
 
-def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: str) -> tuple[str, str, str]:
-    """The message id, the JSON text (Spark's: see :func:`.compiling_sql.lower_escapes`) and the errors (SQL) of a
-    row of ``schema``; the errors built only for a row that fails a check."""
-    fields = message_class.model_fields
-    placing = [c.name for c in schema.fields if c.name in PLACEMENT_COLUMNS and c.name not in fields]
-    if placing:
-        raise NotCompilable(f"column {placing[0]}: a placement column (the JVM path places no message).")
+def _compiled(
+    message_class: type[QueueMessage], schema: StructType, time_zone: str
+) -> tuple[str, str, str, dict[str, str]]:
+    """The message id, the JSON text (Spark's: see :func:`.compiling_sql.lower_escapes`), the errors and the placement
+    columns (SQL) of a row of ``schema``; the errors built only for a row that fails a check."""
+    fields = set(message_class.model_fields)
+    placed = placement(schema, fields)
+    schema = StructType([c for c in schema.fields if c.name not in PLACEMENT_COLUMNS or c.name in fields])
     walk = Walk(time_zone)
     core = message_class.__pydantic_core_schema__
     while core["type"] in ("definitions", "definition-ref"):
@@ -98,14 +109,15 @@ def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: 
     top = Path((), (message_class.__qualname__,))
     struct, errors, valid = walk.fields(core, schema, sql.name, top)
     message_id, id_errors, id_valid = _message_id(message_class, schema)
-    every = [*errors, *id_errors]
+    every = [*placed.errors, *errors, *id_errors]
     json = sql.to_json(struct)
     if not every:
-        return message_id, json, "CAST(NULL AS STRING)"
+        return message_id, json, "CAST(NULL AS STRING)", placed.columns
     joined = every[0] if len(every) == 1 else f"concat({', '.join(every)})"
     found = f"filter({joined}, nexus_e -> nexus_e IS NOT NULL)"
     errors_json = f"nullif(to_json({found}), '[]')"
-    return message_id, json, f"CASE WHEN NOT ({sql.all_of([*valid, *id_valid])}) THEN {errors_json} END"
+    checks = sql.all_of([*placed.valid, *valid, *id_valid])
+    return message_id, json, f"CASE WHEN NOT ({checks}) THEN {errors_json} END", placed.columns
 
 
 def _message_id(message_class: type[QueueMessage], schema: StructType) -> tuple[str, list[str], list[str]]:

@@ -83,7 +83,8 @@ TEXT, TIME = StringType(), TimestampType()
         (Product, schema(sku=TEXT, attributes=MapType(TEXT, TEXT)), "field attributes: a dict field"),
         (Coded, schema(code=TEXT), "field code: pattern '(?i)^ab$' may not mean in Java what it means in Rust"),
         (Counted, schema(count=TEXT), "field count: an int from a string column"),
-        (Counted, schema(count=LongType(), process_at=TIME), "column process_at: a placement column"),
+        (Counted, schema(count=LongType(), headers=TEXT), "column headers: headers are written by the Python"),
+        (Counted, schema(count=LongType(), process_at=TEXT), "column process_at: a placement column from a string"),
         (Timed, schema(at=TimestampNTZType()), "field at: a datetime from a timestamp_ntz column"),
         (Joined, schema(a=TEXT, b=TEXT), "Joined.message_id: not one of its fields as it is"),
         (
