@@ -16,8 +16,13 @@ aware datetimes when the session's is UTC), str or int Enums and Literals, lists
 these, with ``ge/gt/le/lt``, ``min_length/max_length``, ``pattern`` (where Java's regex means what Rust's does) and
 ``max_digits/decimal_places``, from columns of the matching Spark type; a missing column takes the field's default, or
 rejects every row (``Field required``) as pydantic does; a column that is no field is ignored or rejects every row, as
-the class's ``extra`` says. Anything else (floats, dicts, UUIDs, validators and serializers of a project's own, the
-placement columns) raises :class:`NotCompilable`, saying why: that sync takes the Python path.
+the class's ``extra`` says. The placement columns ``process_at``, ``expires_at`` and ``status`` (when not fields of
+the class) are checked as ``enqueue()`` checks them and staged as :data:`PLACED_COLUMNS` of the same names. Anything
+else (floats, dicts, UUIDs, validators and serializers of a project's own, a ``headers`` column) raises
+:class:`NotCompilable`, saying why: that sync takes the Python path.
+
+The JSON is Spark's own ``to_json`` of one struct per row, in canonical JSON's key order and forms; a row's errors
+are built only when it fails the cheap check of all its constraints.
 """
 
 from __future__ import annotations
