@@ -28,8 +28,8 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType) -> dic
             f"the columns ({', '.join(sorted(types))}) are not the fields ({', '.join(sorted(fields))})"
         )
     for name, field in fields.items():
-        if field.annotation not in _TYPES or field.metadata or field.alias or not field.is_required():
-            raise NotCompilable(f"field {name} is not a plain required str or int")
+        if field.annotation not in _TYPES or field.metadata or field.alias:
+            raise NotCompilable(f"field {name} is not a plain str or int")
         if not isinstance(types[name], _TYPES[field.annotation]):
             raise NotCompilable(f"column {name} is {types[name].simpleString()}, not {field.annotation.__name__}")
     names = sorted(fields)
