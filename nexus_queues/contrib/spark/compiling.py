@@ -31,7 +31,7 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType) -> dic
         if field.annotation not in _TYPES or field.metadata or field.alias:
             raise NotCompilable(f"field {name} is not a plain str or int")
         if not isinstance(types[name], _TYPES[field.annotation]):
-            raise NotCompilable(f"column {name} is {types[name].simpleString()}, not {field.annotation.__name__}")
+            raise NotCompilable(f"column {name} is {types[name].simpleString()}, not {field.annotation}")
     names = sorted(fields)
     errors = ", ".join(
         f"IF(`{n}` IS NULL, named_struct('field', '{n}', 'reason', 'Field required'), NULL)" for n in names
@@ -51,9 +51,8 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType) -> dic
 def _identity(message_class: type[QueueMessage]) -> str:
     if not message_class.has_identity:
         return "CAST(NULL AS STRING)"
-    probe = message_class.model_construct(
-        **{n: f"probe-{n}" if f.annotation is str else 7 for n, f in message_class.model_fields.items()}
-    )
+    values: dict[str, Any] = {n: f"probe-{n}" if f.annotation is str else 7 for n, f in message_class.model_fields.items()}
+    probe = message_class.model_construct(**values)
     found = [n for n in message_class.model_fields if getattr(probe, n) == probe.message_id]  # type: ignore[attr-defined]
     if len(found) != 1:
         raise NotCompilable("its message_id is not one of its fields")

@@ -82,7 +82,7 @@ def stage_in_jvm(
 def partition_rows(df: DataFrame) -> dict[int, int]:
     """How many rows the partitions before each partition of ``df`` hold (a reject's number in the DataFrame is
     its index in its partition plus this): a second Spark job, run only when a sync has rejects."""
-    counts = dict(df.groupBy(F.spark_partition_id().alias("partition")).count().collect())
+    counts: dict[int, int] = dict(df.groupBy(F.spark_partition_id().alias("partition")).count().collect())
     offsets, total = {}, 0
     for partition in sorted(counts):
         offsets[partition], total = total, total + counts[partition]

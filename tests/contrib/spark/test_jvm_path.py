@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -13,8 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from nexus_queues import enqueue, staging
-from nexus_queues.contrib.spark import SyncCounts, SyncFailed, sync
-from nexus_queues.contrib.spark import merging
+from nexus_queues.contrib.spark import SyncCounts, SyncFailed, merging, sync
 from nexus_queues.contrib.spark.jvm_staging import stage_in_jvm
 from nexus_queues.contrib.spark.models import Sync
 from nexus_queues.contrib.spark.options import write_options
@@ -50,32 +50,35 @@ def test_sync__jvm_path_recorded_and_logged(frame: Any, jdbc: Any, caplog: pytes
     assert (record.path, counts.new) == (Sync.Path.JVM, 5)
     assert "compiles to column expressions" in record.path_reason
     said = [r for r in caplog.records if getattr(r, "action", "") == "spark_sync_path"]
-    assert [r.getMessage() for r in said] == [f"Sync #{record.pk} into arrivals takes the JVM path: {record.path_reason}"]
+    told = f"Sync #{record.pk} into arrivals takes the JVM path: {record.path_reason}"
+    assert [r.getMessage() for r in said] == [told]
+
+
+SAME_ROWS = {
+    Arrival: ("arrival_id string, n int", lambda i, version: (f"K-{i % 40}", i * version % 7)),
+    Inventory: ("sku string, quantity int", lambda i, version: (f"K-{i % 40}", i * version % 7)),
+    Greeting: ("name string, times int", lambda i, version: (f"K-{i % 40}", i * version % 7)),
+}
 
 
 @JVM
-@pytest.mark.parametrize("message_class", [Arrival, Inventory, Greeting], ids=["idempotent", "identity", "appended"])
+@pytest.mark.parametrize("message_class", list(SAME_ROWS), ids=["idempotent", "identity", "appended"])
 def test_sync__both_paths_store_the_same_rows(spark: SparkSession, jdbc: Any, message_class: Any) -> None:
-    """The same DataFrames synced by each path leave the same rows (message, hash, status) and the same counts."""
-    names = list(message_class.model_fields)
-    schema = ", ".join(f"{n} {'string' if message_class.model_fields[n].annotation is str else 'int'}" for n in names)
+    """The same DataFrames (ids repeated, synced again, then changed) synced by each path leave the same rows
+    (message, hash, status) and the same counts."""
+    schema, row = SAME_ROWS[message_class]
 
     def rows(version: int) -> DataFrame:
-        values = [tuple(f"K-{i % 40}" if t == "string" else i * version % 7 for t in schema_types(schema)) for i in range(60)]
-        return spark.createDataFrame(values, schema).repartition(3)
+        return spark.createDataFrame([row(i, version) for i in range(60)], schema).repartition(3)
 
     found = {}
     for jvm in (False, True):
         message_class.queue_items().delete()
-        counts = [sync(rows(version), message_class, jvm=jvm) for version in (1, 1, 2)]
-        found[jvm] = ([c.__class__(**{**c.__dict__, "batch": None}) for c in counts], stored(message_class))
+        counts = [dataclasses.replace(sync(rows(version), message_class, jvm=jvm), batch=None) for version in (1, 1, 2)]
+        found[jvm] = (counts, stored(message_class))
         assert Sync.objects.order_by("-pk")[0].path == (Sync.Path.JVM if jvm else Sync.Path.PYTHON)
 
     assert found[True] == found[False]
-
-
-def schema_types(schema: str) -> list[str]:
-    return [column.split()[1] for column in schema.split(", ")]
 
 
 @JVM
@@ -180,9 +183,10 @@ def test_sync__a_task_run_twice_stores_its_rows_once(spark: SparkSession, jdbc: 
 def test_sync__failed_jdbc_write_stores_nothing(spark: SparkSession, jdbc: Any) -> None:
     """A Spark job failing while it stages: the record fails with the reason, the staging table is dropped."""
     enqueue(Arrival(arrival_id="A-0", n=-1))
+    failing = F.when(F.col("id") == 90, F.raise_error(F.lit("row 90 failed")))
     df = spark.range(100).select(
         F.concat(F.lit("A-"), F.col("id").cast("string")).alias("arrival_id"),
-        F.when(F.col("id") == 90, F.raise_error(F.lit("row 90 failed"))).otherwise(F.col("id").cast("int")).alias("n"),
+        failing.otherwise(F.col("id").cast("int")).alias("n"),
     )
 
     with pytest.raises(SyncFailed, match="row 90 failed"):
@@ -247,7 +251,8 @@ def test_sync__changed_row_enqueued_the_same_before_the_merge(frame: Any, jdbc: 
 @JVM
 def test_sync__class_outside_the_supported_set_takes_the_python_path(frame: Any, jdbc: Any) -> None:
     """A class that does not compile is synced by the Python path; its record says why."""
-    counts = sync(frame([("SKU-1", "One", [])], "sku string, name string, prices array<struct<currency string, amount decimal(10,2)>>"), Product)
+    schema = "sku string, name string, prices array<struct<currency string, amount decimal(10,2)>>"
+    counts = sync(frame([("SKU-1", "One", [])], schema), Product)
 
     record = Sync.objects.get()
     assert (record.path, counts.new) == (Sync.Path.PYTHON, 1)
@@ -277,5 +282,7 @@ def test_sync__sqlite_takes_the_python_path(frame: Any) -> None:
 @JVM
 def test_sync__jvm_false_keeps_the_python_path(frame: Any, jdbc: Any) -> None:
     """jvm=False asks for the Python path, and the record says so."""
-    assert sync(arrivals(frame, 2), Arrival, jvm=False) == SyncCounts(2, 0, 0, 0, 0, 0, Sync.objects.get().queue_batch_id)
+    counts = sync(arrivals(frame, 2), Arrival, jvm=False)
+
+    assert counts == SyncCounts(2, 0, 0, 0, 0, 0, Sync.objects.get().queue_batch_id)
     assert Sync.objects.get().path_reason == "The caller asked for the Python path (jvm=False)."
