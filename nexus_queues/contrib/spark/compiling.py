@@ -1,59 +1,146 @@
-"""STAND-IN for jvm-compile's compiler (to be replaced by its branch): a flat class of required str/int fields.
+"""A message class compiled into Spark SQL: each row's validation, canonical JSON and hash as column expressions that
+run in Spark's JVM, so that no Python worker reads a row.
 
-``staged_columns(message_class, schema)``: Spark SQL expressions of message_id, message (canonical JSON, NULL when
-rejected), message_hash (NULL when rejected) and errors (NULL or a JSON array of {"field", "reason"}).
+:func:`staged_columns` gives, for a DataFrame's schema, one SQL expression text per staged column (pass each to
+``F.expr``, or all to ``df.selectExpr``); :func:`select_staged` selects them so that no expression is evaluated twice:
+
+- ``message_id``: STRING, the id :func:`~nexus_queues.messages.message_id_of` gives; NULL for a class without identity.
+- ``message``: STRING, the :func:`~nexus_queues.serialization.canonical_json` text ``enqueue()`` stores; NULL when
+  the row is rejected.
+- ``message_hash``: STRING, its :func:`~nexus_queues.serialization.json_hash`; NULL when rejected.
+- ``errors``: STRING, NULL when the row is valid, else a JSON array of ``{"field": ..., "reason": ...}``, the field
+  dotted as the Python path names it (``lines.0.quantity``).
+
+What compiles: fields of text, int, bool, Decimal, date, aware datetime (``UtcDatetime`` in any session time zone, other
+aware datetimes when the session's is UTC), str or int Enums and Literals, lists, nested models and optionals of
+these, with ``ge/gt/le/lt``, ``min_length/max_length``, ``pattern`` (where Java's regex means what Rust's does) and
+``max_digits/decimal_places``, from columns of the matching Spark type; a missing column takes the field's default, or
+rejects every row (``Field required``) as pydantic does; a column that is no field is ignored or rejects every row, as
+the class's ``extra`` says. Anything else (floats, dicts, UUIDs, validators and serializers of a project's own, the
+placement columns) raises :class:`NotCompilable`, saying why: that sync takes the Python path.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pyspark.sql.types import IntegerType, LongType, StringType, StructType
+from typing import TYPE_CHECKING, Any
 
 from ...messages import QueueMessage
+from . import compiling_sql as sql
+from .compiling_values import UTC_ZONES, NotCompilable, Path, Walk, dotted
+from .rows import PLACEMENT_COLUMNS
 
-_TYPES: dict[Any, tuple[type, ...]] = {str: (StringType,), int: (IntegerType, LongType)}
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+__all__ = ["NotCompilable", "STAGED_COLUMNS", "UTC_ZONES", "select_staged", "staged_columns"]
+
+STAGED_COLUMNS = ("message_id", "message", "message_hash", "errors")
+"""The names of :func:`staged_columns`' expressions, in order."""
+_JSON = "nexus_message_json"
+_ERRORS = "nexus_errors"
 
 
-class NotCompilable(Exception):
-    """The message class or a column is outside what compiles to Spark column expressions."""
+def staged_columns(message_class: type[QueueMessage], schema: StructType, *, time_zone: str = "UTC") -> dict[str, str]:
+    """Spark SQL expressions over a DataFrame of ``schema``: :data:`STAGED_COLUMNS` by name (see the module).
 
-
-def staged_columns(message_class: type[QueueMessage], schema: StructType) -> dict[str, str]:
-    """The staged columns of ``message_class`` as Spark SQL expressions over a DataFrame of ``schema``."""
-    fields = message_class.model_fields
-    types = {column.name: column.dataType for column in schema.fields}
-    if set(types) != set(fields):
-        raise NotCompilable(
-            f"the columns ({', '.join(sorted(types))}) are not the fields ({', '.join(sorted(fields))})"
-        )
-    for name, field in fields.items():
-        if field.annotation not in _TYPES or field.metadata or field.alias:
-            raise NotCompilable(f"field {name} is not a plain str or int")
-        if not isinstance(types[name], _TYPES[field.annotation]):
-            raise NotCompilable(f"column {name} is {types[name].simpleString()}, not {field.annotation}")
-    names = sorted(fields)
-    errors = ", ".join(
-        f"IF(`{n}` IS NULL, named_struct('field', '{n}', 'reason', 'Field required'), NULL)" for n in names
-    )
-    problems = f"filter(array({errors}), e -> e IS NOT NULL)"
-    valid = f"size({problems}) = 0"
-    pairs = ", ".join(f"'{n}', `{n}`" for n in names)
-    message = f"IF({valid}, to_json(named_struct({pairs})), NULL)"
+    ``time_zone`` is the session's (``spark.sql.session.timeZone``): the zone Python would be given times in.
+    Raises :class:`NotCompilable` when a field or a column is outside the supported set.
+    """
+    message_id, json, errors = _compiled(message_class, schema, time_zone)
+    message = f"CASE WHEN {errors} IS NULL THEN {json} END"
     return {
-        "message_id": f"IF({valid}, {_identity(message_class)}, NULL)",
+        "message_id": f"CASE WHEN {errors} IS NULL THEN {message_id} END",
         "message": message,
         "message_hash": f"sha2({message}, 256)",
-        "errors": f"IF({valid}, NULL, to_json({problems}))",
+        "errors": errors,
     }
 
 
-def _identity(message_class: type[QueueMessage]) -> str:
+def select_staged(
+    frame: DataFrame, message_class: type[QueueMessage], keep: tuple[str, ...] = (), *, time_zone: str = "UTC"
+) -> DataFrame:
+    """``frame``'s rows staged: the columns ``keep``, then :data:`STAGED_COLUMNS`, each row validated and written
+    once (three projections that Spark does not merge, as each refers to the one before more than once)."""
+    message_id, json, errors = _compiled(message_class, frame.schema, time_zone)
+    kept = [sql.name(column) for column in keep]
+    return (
+        frame.selectExpr(*kept, f"{message_id} AS message_id", f"{json} AS {_JSON}", f"{errors} AS {_ERRORS}")
+        .selectExpr(
+            *kept,
+            f"CASE WHEN {_ERRORS} IS NULL THEN message_id END AS message_id",
+            f"CASE WHEN {_ERRORS} IS NULL THEN {_JSON} END AS message",
+            f"{_ERRORS} AS errors",
+        )
+        .selectExpr(*kept, "message_id", "message", "sha2(message, 256) AS message_hash", "errors")
+    )
+
+
+def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: str) -> tuple[str, str, str]:
+    """The message id, the JSON text and the errors (SQL) of a row of ``schema``."""
+    fields = message_class.model_fields
+    placing = [c.name for c in schema.fields if c.name in PLACEMENT_COLUMNS and c.name not in fields]
+    if placing:
+        raise NotCompilable(f"column {placing[0]}: a placement column (the JVM path places no message).")
+    walk = Walk(time_zone)
+    core = message_class.__pydantic_core_schema__
+    while core["type"] in ("definitions", "definition-ref"):
+        if core["type"] == "definitions":
+            walk.definitions.update({d["ref"]: d for d in core["definitions"]})
+            core = core["schema"]
+        else:
+            core = walk.definitions[core["schema_ref"]]
+    if core["type"] != "model":
+        raise NotCompilable(f"{message_class.__qualname__}: a model validator or serializer of its own.")
+    top = Path((), (message_class.__qualname__,))
+    json, errors = walk.fields(core, schema, sql.name, top)
+    message_id, id_errors = _message_id(message_class, schema)
+    every = [*errors, *id_errors]
+    if not every:
+        return message_id, json, "CAST(NULL AS STRING)"
+    joined = every[0] if len(every) == 1 else f"concat({', '.join(every)})"
+    found = f"filter({joined}, e -> e IS NOT NULL)"
+    return message_id, json, f"nullif(to_json({found}), '[]')"
+
+
+def _message_id(message_class: type[QueueMessage], schema: StructType) -> tuple[str, list[str]]:
+    """The message id (SQL) and its errors, for a class whose id is one of its str or int fields."""
     if not message_class.has_identity:
-        return "CAST(NULL AS STRING)"
-    values: dict[str, Any] = {n: f"probe-{n}" if f.annotation is str else 7 for n, f in message_class.model_fields.items()}
-    probe = message_class.model_construct(**values)
-    found = [n for n in message_class.model_fields if getattr(probe, n) == probe.message_id]  # type: ignore[attr-defined]
-    if len(found) != 1:
-        raise NotCompilable("its message_id is not one of its fields")
-    return f"CAST(`{found[0]}` AS STRING)"
+        return "CAST(NULL AS STRING)", []
+    attribute = _id_field(message_class)
+    info = message_class.model_fields[attribute]
+    key = info.validation_alias if isinstance(info.validation_alias, str) else info.alias or attribute
+    name = f"{message_class.__qualname__}.message_id"
+    columns = {c.name: c.dataType for c in schema.fields}
+    if info.annotation not in (str, int):
+        raise NotCompilable(f"field {attribute}: the message id from a {info.annotation} field, not a str or int.")
+    if key not in columns:
+        default = info.get_default(call_default_factory=True) if not info.is_required() else None
+        value = sql.literal(str(default)) if isinstance(default, str | int) else "CAST(NULL AS STRING)"
+    else:
+        value = f"CAST({sql.name(key)} AS STRING)"
+    empty = sql.error("'(message)'", sql.literal(f"{name} must be non-empty text, got ''."))
+    long = sql.error("'(message)'", sql.literal(f"{name} is longer than 255."))
+    check = f"array(CASE WHEN {value} = '' THEN {empty} WHEN length({value}) > 255 THEN {long} ELSE {sql.NO_ERROR} END)"
+    return value, [check] if info.annotation is str else []
+
+
+class _Probe:
+    """A field's value in a message built to see which field its ``message_id`` property returns."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+
+def _id_field(message_class: type[QueueMessage]) -> str:
+    """The field ``message_class.message_id`` gives as it is; NotCompilable for an id made otherwise."""
+    if "message_id" in message_class.model_fields:
+        return "message_id"
+    probes: dict[str, Any] = {attribute: _Probe(attribute) for attribute in message_class.model_fields}
+    try:
+        found = message_class.model_construct(**probes).message_id  # type: ignore[attr-defined]
+    except Exception as exc:  # the property's own code, given a probe instead of a value
+        raise NotCompilable(f"{message_class.__qualname__}.message_id: made by code of its own ({exc}).") from exc
+    if not isinstance(found, _Probe):
+        raise NotCompilable(f"{message_class.__qualname__}.message_id: not one of its fields as it is.")
+    return found.attribute

@@ -55,7 +55,7 @@ def stage_in_jvm(
 ) -> JvmStaged:
     """Write the staged rows of ``df`` under ``token`` into staging table ``table`` with Spark's JDBC writer, in one
     Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
-    compiled = _compiled(df, columns, token)
+    compiled = _compiled(df, columns)
     stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
     flagged = _flag_unchanged(compiled, stored)
     observation = Observation(f"nexus_staged_{token}")
@@ -97,15 +97,20 @@ def _quoted(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _compiled(df: DataFrame, columns: dict[str, str], token: int) -> DataFrame:
-    """``df``'s columns and, beside them, its rows' positions and staged columns (names under :data:`STAGED`)."""
+def _compiled(df: DataFrame, columns: dict[str, str]) -> DataFrame:
+    """``df``'s columns and, beside them, its rows' positions and staged columns (names under :data:`STAGED`).
+
+    The hash is taken from the message column in a second projection, which Spark does not merge into the first
+    (it refers to the message twice), so that the message's expression runs once a row."""
     partition = F.spark_partition_id().cast("long")
     index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
-    return df.select(
+    given = [name for name in columns if name != "message_hash"]
+    compiled = df.select(
         *(_quoted(name) for name in df.columns),
         (F.shiftleft(partition, POSITION_BITS) + index).alias(STAGED + "position"),
-        *(F.expr(expression).alias(STAGED + name) for name, expression in columns.items()),
+        *(F.expr(columns[name]).alias(STAGED + name) for name in given),
     )
+    return compiled.withColumn(STAGED + "message_hash", F.sha2(_staged("message"), 256))
 
 
 def _reject(source: list[str]) -> Column:

@@ -7,6 +7,7 @@ import logging
 import time
 
 from django.db import DatabaseError
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
@@ -35,7 +36,7 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
     skip_unchanged = message_class.has_identity and queue.idempotent  # a queue that is not stores them again
     try:
         staged = stage_in_jvm(df, message_class, route.columns, route.jdbc, table, token, skip_unchanged=skip_unchanged)
-    except (PySparkException, DatabaseError) as exc:
+    except (PySparkException, Py4JJavaError, DatabaseError) as exc:
         staging.drop(alias, table)
         reason = f"Spark's JDBC writer failed: {_first_line(exc)}"
         merging.fail(record, alias, reason)

@@ -14,7 +14,6 @@ from ...messages import QueueMessage
 from .compiling import NotCompilable, staged_columns
 from .jdbc import jvm_connection
 from .models import Sync
-from .rows import PLACEMENT_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -40,12 +39,10 @@ def choose(df: DataFrame, message_class: type[QueueMessage], *, jvm: bool = True
     alias = message_class.queue_options.database
     try:
         jdbc = jvm_connection(df.sparkSession, alias)
-        columns = staged_columns(message_class, df.schema)
+        time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+        columns = staged_columns(message_class, df.schema, time_zone=time_zone)
     except (NoJvmPath, NotCompilable) as exc:
         return Route(str(exc))
-    placing = [c for c in PLACEMENT_COLUMNS if c in df.columns and c not in message_class.model_fields]
-    if unplaced := [c for c in placing if c not in columns]:
-        return Route(f"Column(s) {', '.join(unplaced)} place the messages, which only the Python path reads.")
     return Route(
         f"Spark's JDBC writer reaches database {alias!r} and {message_class.__qualname__} compiles to column "
         "expressions.",
