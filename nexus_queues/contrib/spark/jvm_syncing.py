@@ -16,6 +16,7 @@ from ...exceptions import SyncFailed
 from ...messages import QueueMessage
 from ...staging import MergeCounts
 from . import merging
+from .failures import python_error, task_failed
 from .jvm_staging import partition_rows, stage_in_jvm
 from .models import Sync
 from .options import WriteOptions
@@ -38,7 +39,8 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
         staged = stage_in_jvm(df, message_class, route.columns, route.jdbc, table, token, skip_unchanged=skip_unchanged)
     except (PySparkException, Py4JJavaError, DatabaseError) as exc:
         staging.drop(alias, table)
-        reason = f"Spark's JDBC writer failed: {_first_line(exc)}"
+        which = "a task failed" if task_failed(exc) else "the write failed"
+        reason = f"Spark's JDBC write of the staged rows stopped ({which}): {python_error(exc)}"
         merging.fail(record, alias, reason)
         raise SyncFailed(record, reason) from exc
     logger.info(
@@ -60,7 +62,3 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
         record.refresh_from_db()
         raise SyncFailed(record, record.error) from exc
 
-
-def _first_line(exc: Exception) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 from pyspark.errors import PySparkException
@@ -17,6 +16,7 @@ from ...messages import QueueMessage
 from ...registry import registry
 from .counts import SyncCounts
 from .drivers import watched
+from .failures import python_error
 from .jvm_syncing import sync_in_jvm
 from .models import Sync
 from .options import write_options
@@ -24,7 +24,6 @@ from .routes import choose
 from .source import register
 
 logger = logging.getLogger("nexus_queues.spark")
-_RAISED = re.compile(r"^[\w.]*(Error|Exception|Rejects|Failed|Invalid\w*|NotRegistered)\b.*?: ")
 
 
 def sync(
@@ -82,7 +81,7 @@ def _sync_in_python(df: DataFrame, record: Sync, options: dict[str, Any]) -> Non
         writer.save()
     except PySparkException as exc:
         record.refresh_from_db()
-        cause = _python_error(exc)
+        cause = python_error(exc)
         said = record.error and cause.partition(": ")[2] in record.error  # the commit's own error, recorded
         raise SyncFailed(record, record.error if said else f"{record.error} {cause}".strip()) from exc
 
@@ -91,10 +90,3 @@ def completion_options(on_complete: QueueMessage) -> dict[str, str]:
     """The write options that give a sync's batch the completion message ``on_complete``."""
     fields = on_complete.model_dump(mode="json", exclude={"batch"})
     return {"on_complete": type(on_complete).queue_name(), "on_complete_message": json.dumps(fields)}
-
-
-def _python_error(exc: Exception) -> str:
-    """The last Python exception in a Spark error's text (a task's or the commit's), else its first line."""
-    lines = str(exc).strip().splitlines()
-    raised = [line.strip() for line in lines if _RAISED.match(line.strip())]
-    return raised[-1] if raised else (lines[0] if lines else type(exc).__name__)
