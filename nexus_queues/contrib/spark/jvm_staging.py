@@ -71,7 +71,7 @@ def stage_in_jvm(
         F.lit(token).cast("long").alias("token"),
         _staged("position").alias("position"),
         *(F.when(_staged("errors").isNull(), _staged(name)).alias(name) for name in given),
-        _reject(df.columns).alias("reject"),
+        _staged("reject").alias("reject"),
     )
     properties = {**jdbc.properties, "batchsize": str(WRITE_BATCH_ROWS)}
     staged.write.jdbc(jdbc.url, table, mode="append", properties=properties)
@@ -98,10 +98,11 @@ def _quoted(name: str) -> Column:
 
 
 def _compiled(df: DataFrame, columns: dict[str, str]) -> DataFrame:
-    """``df``'s columns and, beside them, its rows' positions and staged columns (names under :data:`STAGED`).
+    """``df``'s rows staged: their positions, staged columns and rejects (names under :data:`STAGED`), without
+    ``df``'s own columns, which the join's shuffle then need not carry.
 
-    The hash is taken from the message column in a second projection, which Spark does not merge into the first
-    (it refers to the message twice), so that the message's expression runs once a row."""
+    The hash and the reject are taken in a second projection, which Spark does not merge into the first (it refers
+    to the message and the errors twice), so that their expressions run once a row."""
     partition = F.spark_partition_id().cast("long")
     index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
     given = [name for name in columns if name != "message_hash"]
@@ -110,7 +111,11 @@ def _compiled(df: DataFrame, columns: dict[str, str]) -> DataFrame:
         (F.shiftleft(partition, POSITION_BITS) + index).alias(STAGED + "position"),
         *(F.expr(columns[name]).alias(STAGED + name) for name in given),
     )
-    return compiled.withColumn(STAGED + "message_hash", F.sha2(_staged("message"), 256))
+    return compiled.select(
+        *(_staged(name) for name in ("position", *given)),
+        F.sha2(_staged("message"), 256).alias(STAGED + "message_hash"),
+        _reject(df.columns).alias(STAGED + "reject"),
+    )
 
 
 def _reject(source: list[str]) -> Column:
