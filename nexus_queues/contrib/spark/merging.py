@@ -124,8 +124,7 @@ def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Sta
     _, alias = _queue(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
     try:
-        tokens, rejected = [s.token for s in staged], sum(s.rejects for s in staged)
-        _merge(options, table, Merge(tokens, rejected, lambda: _row_offsets(staged)), record, batched=True)
+        _merge(options, table, Merge.of(staged), record, batched=True)
     except Exception as exc:
         fail(record, alias, str(exc))
         raise
@@ -155,8 +154,7 @@ def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Seque
             logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
             return
         record = Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id, checkpoint=query)
-        tokens, rejected = [s.token for s in staged], sum(s.rejects for s in staged)
-        _merge(options, table, Merge(tokens, rejected, lambda: _row_offsets(staged)), record)
+        _merge(options, table, Merge.of(staged), record)
     finally:
         staging.clear(alias, table)
 
@@ -201,6 +199,11 @@ class Merge:
     offsets: Callable[[], Mapping[int, int]]
     kept_out: MergeCounts = field(default_factory=MergeCounts)
     """Rows Spark counted and did not stage (unchanged, and the older rows of their ids): added to the merge's."""
+
+    @classmethod
+    def of(cls, staged: Sequence[Staged]) -> Merge:
+        """The merge of what the ``nexus`` data source's tasks staged."""
+        return cls([s.token for s in staged], sum(s.rejects for s in staged), lambda: _row_offsets(staged))
 
 
 def commit_jvm(options: WriteOptions, table: str, sync_id: int, merge: Merge) -> None:
