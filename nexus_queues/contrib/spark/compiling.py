@@ -26,14 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from ...messages import QueueMessage
 from . import compiling_sql as sql
-from .compiling_values import UTC_ZONES, NotCompilable, Path, Walk, dotted
+from .compiling_paths import NotCompilable, Path
+from .compiling_scalars import UTC_ZONES
+from .compiling_values import Walk
 from .rows import PLACEMENT_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["NotCompilable", "STAGED_COLUMNS", "UTC_ZONES", "select_staged", "staged_columns"]
+__all__ = ["STAGED_COLUMNS", "UTC_ZONES", "NotCompilable", "select_staged", "staged_columns"]
 
 STAGED_COLUMNS = ("message_id", "message", "message_hash", "errors")
 """The names of :func:`staged_columns`' expressions, in order."""

@@ -54,7 +54,8 @@ def json_string(value: str) -> str:
     stay as they are)."""
     escaped = value
     for character, escape in _ESCAPES:
-        escaped = f"replace({escaped}, {literal(character)}, {literal(escape)})"
+        found = f"char({ord(character)})" if character < " " else literal(character)
+        escaped = f"replace({escaped}, {found}, {literal(escape)})"
     needs = literal('[\\x00-\\x1f"\\\\]')
     return f"concat('\"', CASE WHEN {value} RLIKE {needs} THEN {escaped} ELSE {value} END, '\"')"
 
@@ -69,7 +70,7 @@ def canonical_decimal(value: str, scale: int) -> str:
     form: no trailing zeros, no exponent, ``0`` for zero (Spark writes no exponent and no negative zero)."""
     text = f"CAST({value} AS STRING)"
     if scale > 0:
-        text = f"regexp_replace(regexp_replace({text}, {literal('0+$')}, ''), {literal('[.]$')}, '')"
+        text = f"trim(TRAILING '.' FROM trim(TRAILING '0' FROM {text}))"  # Spark writes the point at a scale > 0
     return f"concat('\"', {text}, '\"')"
 
 
@@ -89,6 +90,7 @@ def utc_timestamp(value: str) -> str:
     micros = f"unix_micros({value})"
     of_day = f"pmod({micros}, {DAY_MICROS}L)"
     day = f"date_from_unix_date(CAST(({micros} - {of_day}) DIV {DAY_MICROS}L AS INT))"
+    fraction = f"{of_day} % 1000000L"
 
     def two(number: str) -> str:
         return f"lpad(CAST({number} AS STRING), 2, '0')"
@@ -102,7 +104,7 @@ def utc_timestamp(value: str) -> str:
         two(f"({of_day} DIV 60000000L) % 60"),
         "':'",
         two(f"({of_day} DIV 1000000L) % 60"),
-        f"CASE WHEN {of_day} % 1000000L = 0 THEN '' ELSE concat('.', lpad(CAST({of_day} % 1000000L AS STRING), 6, '0')) END",
+        f"CASE WHEN {fraction} = 0 THEN '' ELSE concat('.', lpad(CAST({fraction} AS STRING), 6, '0')) END",
         "'Z\"'",
     )
 
@@ -112,9 +114,9 @@ def error(path: str, reason: str) -> str:
     return f"named_struct('field', {path}, 'reason', {reason})"
 
 
-def first_error(path: str, checks: list[tuple[str, str]]) -> str:
-    """The error of the first check failing (SQL condition, SQL reason) at ``path``, else NULL: an ARRAY of one."""
+def first_error(checks: list[tuple[str, str]]) -> str:
+    """The error of the first check failing (SQL condition, SQL error struct), else NULL: an ARRAY of one."""
     if not checks:
         return ""
-    branches = " ".join(f"WHEN {condition} THEN {error(path, reason)}" for condition, reason in checks)
+    branches = " ".join(f"WHEN {condition} THEN {found}" for condition, found in checks)
     return f"array(CASE {branches} ELSE {NO_ERROR} END)"

@@ -11,15 +11,15 @@ from typing import Any, Literal
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import AwareDatetime, BaseModel, Field
 from pyspark.sql import DataFrame, SparkSession
 
-from nexus_queues import QueueMessageWithId, UtcDatetime
-from nexus_queues.contrib.spark.compiling import STAGED_COLUMNS, NotCompilable, select_staged, staged_columns
-from nexus_queues.contrib.spark.rows import RowStager
 from demo_project.shop.prices import Price as DemoPrice
+from nexus_queues import QueueMessageWithId, UtcDatetime
+from nexus_queues.contrib.spark.compiling import STAGED_COLUMNS, select_staged, staged_columns
+from nexus_queues.contrib.spark.rows import RowStager
 from nexus_queues.staging import StagedRow
 
 pytestmark = pytest.mark.slow
@@ -75,8 +75,10 @@ SCHEMA = (
 )
 ESCAPES = [chr(code) for code in range(32)] + ['"', "\\", "/", "\x7f", "\u2028", "\u2029", "\U0001f600", "é"]
 TEXT = st.text(st.one_of(st.sampled_from(ESCAPES), st.characters(exclude_categories=["Cs"])), max_size=8)
-PLAIN = st.text(st.one_of(st.sampled_from(ESCAPES[1:]), st.characters(exclude_categories=["Cs"],
-                                                                       exclude_characters="\x00")), max_size=8)  # fmt: skip
+PLAIN = st.text(
+    st.one_of(st.sampled_from(ESCAPES[1:]), st.characters(exclude_categories=["Cs"], exclude_characters="\x00")),
+    max_size=8,
+)
 TIMES = st.datetimes(datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59), timezones=st.just(UTC))
 SPECIAL_DECIMALS = ["0", "-0.00", "1E+2", "0E-18", "0.000000000000000001", "-99999999999999999999.5", "24.90"]
 
@@ -102,8 +104,14 @@ def rarely(strategy: st.SearchStrategy[Any], valid: st.SearchStrategy[Any]) -> s
 
 def leaves() -> st.SearchStrategy[Any]:
     codes = rarely(st.sampled_from(["A", "ab", "AB\n", "XAB", "AB\u2028"]), st.sampled_from(["AB", "ZZ"]))
-    return maybe(st.tuples(maybe(codes), maybe(rarely(st.integers(-2, 0), st.integers(1, 5))),
-                           maybe(rarely(decimals(3, 10), decimals(2, 10))), maybe(PLAIN)))  # fmt: skip
+    return maybe(
+        st.tuples(
+            maybe(codes),
+            maybe(rarely(st.integers(-2, 0), st.integers(1, 5))),
+            maybe(rarely(decimals(3, 10), decimals(2, 10))),
+            maybe(PLAIN),
+        )
+    )
 
 
 ROWS = st.tuples(
@@ -139,7 +147,10 @@ def both_paths(
     stager = RowStager(message_class, 0, 0, NOW, whole_batches=False)
     python = stager.rows(pa.RecordBatch.from_arrays([table.column(n).combine_chunks() for n in names], names=names))
     jvm = table.select([f"nexus_{name}" for name in STAGED_COLUMNS]).to_pylist()
-    return [({name: row[f"nexus_{name}"] for name in STAGED_COLUMNS}, staged) for row, staged in zip(jvm, python, strict=True)]
+    return [
+        ({name: row[f"nexus_{name}"] for name in STAGED_COLUMNS}, staged)
+        for row, staged in zip(jvm, python, strict=True)
+    ]
 
 
 def python_fields(staged: StagedRow) -> set[str]:
@@ -151,8 +162,12 @@ def assert_same(jvm: dict[str, Any], staged: StagedRow, qualname: str) -> None:
     """The JVM's row is the Python path's: the same message, hash and id, or rejected naming the same fields (NUL
     and the message id aside: the JVM names every value holding NUL, and checks the id as it validates)."""
     if staged.reject is None:
-        assert jvm == {"message_id": staged.message_id, "message": staged.message, "message_hash": staged.message_hash,
-                       "errors": None}, staged  # fmt: skip
+        assert jvm == {
+            "message_id": staged.message_id,
+            "message": staged.message,
+            "message_hash": staged.message_hash,
+            "errors": None,
+        }, staged
         return
     assert jvm["errors"] is not None and jvm["message"] is None and jvm["message_hash"] is None, (jvm, staged)
     found = {error["field"] for error in json.loads(jvm["errors"])}
@@ -166,9 +181,20 @@ def assert_same(jvm: dict[str, Any], staged: StagedRow, qualname: str) -> None:
         assert expected <= found, (jvm, staged.reject)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(rows=st.lists(ROWS, min_size=1, max_size=60))
+BASE = (
+    "k1", "".join(ESCAPES[1:]), "abc", 2**63 - 1, -5, True, Decimal("-0.00"), Decimal("-100.49"), date(1, 1, 1),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "blue", 3, "b",
+    ("AB", 1, Decimal("1E+2"), "\U0001f600"), [], ["/"], [[], [None, -1]],
+)  # fmt: skip
+"""A valid row: every character canonical JSON escapes (and some it does not), the extremes of ints and times."""
+NUL_IN_SHORT = (*BASE[:2], "a\x00", *BASE[3:])
+
+
+@example(rows=[BASE, NUL_IN_SHORT, (*BASE[:6], Decimal("1E-18"), Decimal("0"), *BASE[8:])])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(rows=st.lists(ROWS, min_size=1, max_size=40))
 def test_staged_columns__same_as_the_python_path(spark: SparkSession, rows: list[tuple[Any, ...]]) -> None:
     """Every row staged on the JVM path is what the Python path stages: the canonical JSON, hash and id byte for byte
     (escapes, characters outside the BMP, decimals of any scale, times with and without fractions, nested and empty
@@ -231,10 +257,14 @@ class InUtc(QueueMessageWithId, abstract=True):
     [
         # every row lacks "required": each is refused naming it; "label", "parts" and "price" take their defaults
         ("key bigint, part struct<name: string, extra: string>", [(1, ("a", "x")), (2, None)]),
-        ("key bigint, required string, part struct<name: string, size: int>, other string",  # "other" is forbidden
-         [(1, "r", ("a", 2), None), (2, "r", ("b", None), "o")]),  # fmt: skip
-        ("key bigint, required string, part struct<name: string, extra: string>, label string",
-         [(1, "r", ("a", "ignored"), None), (-3, "r", ("é\n", None), "x")]),  # fmt: skip
+        (
+            "key bigint, required string, part struct<name: string, size: int>, other string",  # "other" is forbidden
+            [(1, "r", ("a", 2), None), (2, "r", ("b", None), "o")],
+        ),
+        (
+            "key bigint, required string, part struct<name: string, extra: string>, label string",
+            [(1, "r", ("a", "ignored"), None), (-3, "r", ("é\n", None), "x")],
+        ),
     ],
 )
 def test_staged_columns__missing_and_extra_columns_as_pydantic(spark: SparkSession, ddl: str, rows: list[Any]) -> None:
@@ -284,7 +314,7 @@ def test_staged_columns__the_demo_catalogue(spark: SparkSession) -> None:
     price = "struct<currency: string, amount: decimal(38, 18), valid_from: timestamp, valid_to: timestamp>"
     rows = [
         ("SKU-1", "Lamp", [("EUR", Decimal("9.95"), datetime(2026, 1, 1, tzinfo=UTC), None)]),
-        ("SKU-2", "Desk \"oak\"", []),
+        ("SKU-2", 'Desk "oak"', []),
         ("SKU-3", "Chair", [("EUR", None, None, None)]),
     ]
     frame = spark.createDataFrame(rows, f"sku string, name string, prices array<{price}>")

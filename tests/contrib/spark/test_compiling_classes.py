@@ -86,8 +86,11 @@ TEXT, TIME = StringType(), TimestampType()
         (Counted, schema(count=LongType(), process_at=TIME), "column process_at: a placement column"),
         (Timed, schema(at=TimestampNTZType()), "field at: a datetime from a timestamp_ntz column"),
         (Joined, schema(a=TEXT, b=TEXT), "Joined.message_id: not one of its fields as it is"),
-        (Order, schema(order_id=TEXT, lines=ArrayType(schema(sku=TEXT, quantity=TEXT))),
-         "field lines.[].quantity: an int from a string column"),
+        (
+            Order,
+            schema(order_id=TEXT, lines=ArrayType(schema(sku=TEXT, quantity=TEXT))),
+            "field lines.[].quantity: an int from a string column",
+        ),
     ],
 )
 def test_staged_columns__not_compilable_names_the_field(message_class: Any, columns: StructType, reason: str) -> None:
