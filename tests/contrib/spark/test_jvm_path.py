@@ -225,7 +225,9 @@ def test_sync__message_enqueued_before_the_merge_is_kept(
 
 
 @JVM
-def test_sync__changed_row_enqueued_the_same_before_the_merge(frame: Any, jdbc: Any) -> None:
+def test_sync__changed_row_enqueued_the_same_before_the_merge(
+    frame: Any, jdbc: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     """A changed row whose new JSON is enqueued after Spark staged it: the merge's guard finds it stored and counts
     it unchanged, as the Python path does."""
     sync(arrivals(frame, 3), Arrival)
@@ -236,14 +238,12 @@ def test_sync__changed_row_enqueued_the_same_before_the_merge(frame: Any, jdbc: 
                 enqueue(Arrival(arrival_id="A-0", n=1000))
 
     hook = EnqueueWhenStaged()
-    logger = logging.getLogger("nexus_queues.spark")
-    logger.addHandler(hook)
-    logger.setLevel(logging.INFO)
+    logging.getLogger("nexus_queues.spark").addHandler(hook)
     try:
-        counts = sync(arrivals(frame, 3, changed=1), Arrival)
+        with caplog.at_level(logging.INFO, logger="nexus_queues.spark"):
+            counts = sync(arrivals(frame, 3, changed=1), Arrival)
     finally:
-        logger.removeHandler(hook)
-        logger.setLevel(logging.NOTSET)
+        logging.getLogger("nexus_queues.spark").removeHandler(hook)
 
     assert (counts.changed, counts.unchanged) == (0, 3)
 
