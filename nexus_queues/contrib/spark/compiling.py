@@ -101,7 +101,7 @@ def _compiled(message_class: type[QueueMessage], schema: StructType, time_zone: 
     if not every:
         return message_id, json, "CAST(NULL AS STRING)"
     joined = every[0] if len(every) == 1 else f"concat({', '.join(every)})"
-    found = f"filter({joined}, e -> e IS NOT NULL)"
+    found = f"filter({joined}, nexus_e -> nexus_e IS NOT NULL)"
     return message_id, json, f"nullif(to_json({found}), '[]')"
 
 

@@ -123,7 +123,7 @@ class Walk:
         if not isinstance(data_type, ArrayType):
             raise NotCompilable(f"field {at.name}: a list from a {data_type.simpleString()} column.")
         depth = len(at.loc)
-        item_var, index_var = f"x{depth}", f"i{depth}"
+        item_var, index_var = f"nexus_x{depth}", f"nexus_i{depth}"  # not a column's name, which it would hide
         item = self.value(
             schema.get("items_schema", {"type": "any"}), item_var, data_type.elementType, at.index(index_var)
         )
@@ -149,7 +149,7 @@ class Walk:
             )
             short = f"array({sql.error(loc, reason)})"
             if items:
-                found, none = f"e{depth}", f"v{depth}"
+                found, none = f"nexus_e{depth}", f"nexus_v{depth}"
                 valid = f"size(filter({found}, {none} -> {none} IS NOT NULL)) = 0"
                 items = (
                     f"element_at(transform(array({items}), {found} -> CASE WHEN {valid} AND size({value}) < "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -320,3 +320,29 @@ def test_staged_columns__the_demo_catalogue(spark: SparkSession) -> None:
     frame = spark.createDataFrame(rows, f"sku string, name string, prices array<{price}>")
     for jvm, python in both_paths(frame, Catalogued):
         assert_same(jvm, python, "Catalogued")
+
+
+class Size(IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+class Counted(QueueMessageWithId, abstract=True):
+    """An int Enum from an int column, a Decimal from a long column, an int message id."""
+
+    number: int
+    size: Size
+    amount: Decimal = Field(max_digits=4, ge=-10)
+
+    @property
+    def message_id(self) -> int:  # type: ignore[override]  # message_id_of stores an int id as its text
+        return self.number
+
+
+def test_staged_columns__int_enums_and_decimals_from_integers(spark: SparkSession) -> None:
+    """An int Enum and a Decimal compile from integer columns, written and checked as the Python path does."""
+    rows = [(1, 1, 0), (-2, 2, 9999), (3, 3, 10000), (4, 1, -11), (2**63 - 1, None, -10), (5, 2, None)]
+    staged = both_paths(spark.createDataFrame(rows, "number bigint, size int, amount bigint"), Counted)
+    for jvm, python in staged:
+        assert_same(jvm, python, "Counted")
+    assert [python.reject is None for _, python in staged] == [True, True, False, False, False, False]
