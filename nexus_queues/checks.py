@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from importlib.util import find_spec
 from typing import Any
@@ -66,7 +67,12 @@ def check_queue_names(app_configs: Any = None, **kwargs: Any) -> list[checks.Che
 
 def check_queue_migrations(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Each queue's model is what its app's migrations make, as ``makemigrations --check`` tells (from the migration
-    files, without a database): a queue whose migration was never made has no table to enqueue into."""
+    files, without a database): a queue whose migration was never made has no table to enqueue into.
+
+    Silent under ``manage.py makemigrations``, the command its hint names (Django runs every check before it).
+    """
+    if sys.argv[1:2] == ["makemigrations"]:
+        return []
     loader = MigrationLoader(None, ignore_no_migrations=True)
     state = loader.project_state()
     stale = [cls.queue_model for cls in registry if not _as_migrated(cls.queue_model, state)]

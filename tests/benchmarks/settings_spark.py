@@ -1,6 +1,9 @@
-"""Django settings of the Spark benchmark: the demo site's (DATABASE_URL; it has the Spark app), without DEBUG."""
+"""Django settings of the Spark benchmarks: the demo site's (DATABASE_URL; it has the Spark app) with the benchmarks'
+orders, without DEBUG."""
 
 from demo_project.settings import *  # noqa: F403
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.benchmarks.orders"]  # noqa: F405  (a data set that is not the demo's)
 
 # DEBUG would keep every statement of the run in memory.
 DEBUG = False

@@ -55,3 +55,26 @@ def test_api_token_command__without_the_api_extra_is_one_line(tmp_path: Path) ->
     assert done.stderr.strip().splitlines() == [
         'CommandError: nexus_api_token makes tokens for the HTTP API: pip install "nexus-queues[api]".'
     ]
+
+
+def test_makemigrations__runs_for_a_queue_without_its_migration(tmp_path: Path) -> None:
+    """``manage.py makemigrations``, the command E005's hint names, makes the queue's migration rather than stopping
+    at E005 (Django runs every check before it)."""
+    app = tmp_path / "fresh_app"
+    (app / "migrations").mkdir(parents=True)
+    (app / "__init__.py").write_text("")
+    (app / "migrations" / "__init__.py").write_text("")
+    (app / "queues.py").write_text(
+        "from nexus_queues import QueueMessage\n\n\nclass Fresh(QueueMessage, queue='fresh_arrivals'):\n    name: str\n"
+    )
+    (tmp_path / "fresh_settings.py").write_text(
+        "from tests.settings_bare import *\nINSTALLED_APPS = [*INSTALLED_APPS, 'fresh_app']\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "fresh_settings", "PYTHONPATH": f"{ROOT}:{tmp_path}"}
+    made = subprocess.run([sys.executable, "-m", "django", "makemigrations", "fresh_app"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert "Create model FreshQueueItem" in made.stdout
+    checked = subprocess.run([sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr[-3000:]

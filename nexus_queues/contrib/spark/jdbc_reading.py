@@ -38,6 +38,8 @@ FETCH_ROWS = 10_000
 """Rows the driver fetches at a time: a partition streams, and is never held whole in memory."""
 RAW = "nexus_row_"
 """Before the table's columns' names in the SQL, so that none meets a message field's name."""
+PARSED = "nexus_parsed_message"
+"""The message's JSON parsed with the class's Spark schema, a column between the table's and the fields'."""
 TEXT_COLUMNS = frozenset(column.name for column in ROW_COLUMNS if column.dataType.typeName() == "string")
 
 
@@ -84,8 +86,14 @@ def jdbc_read(spark: SparkSession, jdbc: Jdbc, message_class: type[QueueMessage]
         )
     table_df = reader.load()
     types = {field.name: field.dataType for field in table_df.schema.fields}
-    rows = [_row_column(name, column, types[RAW + column.name]) for name, column in row_columns(message_class).items()]
-    return table_df.select(*rows, *_message_fields(message_class))
+    columns = row_columns(message_class)
+    rows = [_row_column(name, column, types[RAW + column.name]) for name, column in columns.items()]
+    struct = StructType([message_field(key, field) for key, field in message_keys(message_class).items()])
+    # The JSON parsed once a row, in a projection of its own: fields taken from one from_json in the same
+    # projection would each parse the whole text again (seven parses a row for a class of seven fields).
+    parsed = F.from_json(F.col(RAW + "message"), struct, {"timeZone": "UTC"}).alias(PARSED)
+    once = table_df.select(*rows, F.col(RAW + "message"), parsed)
+    return once.select(*columns, *_message_fields(message_class, struct))
 
 
 def _row_column(name: str, column: StructField, read_as: DataType) -> Column:
@@ -99,12 +107,10 @@ def _row_column(name: str, column: StructField, read_as: DataType) -> Column:
     return raw.alias(name)
 
 
-def _message_fields(message_class: type[QueueMessage]) -> Iterator[Column]:
-    """Each message field parsed from the stored JSON (times without an offset in UTC); a field the JSON lacks
-    as its default, as the ``nexus`` data source reads it."""
-    struct = StructType([message_field(key, field) for key, field in message_keys(message_class).items()])
-    message = F.col(RAW + "message")
-    parsed = F.from_json(message, struct, {"timeZone": "UTC"})
+def _message_fields(message_class: type[QueueMessage], struct: StructType) -> Iterator[Column]:
+    """Each message field of the parsed JSON (times without an offset in UTC); a field the JSON lacks as its
+    default, as the ``nexus`` data source reads it."""
+    message, parsed = F.col(RAW + "message"), F.col(PARSED)
     defaults = RowMaker(message_class, struct).defaults_to_fill
     for column in struct.fields:
         value = parsed[column.name]

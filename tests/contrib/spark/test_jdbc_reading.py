@@ -93,6 +93,15 @@ def test_read__the_jvm_and_python_readers_agree(spark: SparkSession, jdbc: Any) 
 
 @jvm_engines
 @spark_db
+def test_read__parses_each_message_once(spark: SparkSession, jdbc: Any) -> None:
+    """Every field of the read comes from one from_json a row, not one per field (each parsing the whole text)."""
+    enqueue_many(specimens())
+    plan = read(spark, Specimen)._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("from_json(") == 1
+
+
+@jvm_engines
+@spark_db
 def test_read__unfiltered_after_filtered_reads_every_row(spark: SparkSession, jdbc: Any) -> None:
     """One loaded DataFrame read filtered (pushed into the SQL), then unfiltered, reads every row the second time."""
     ids = errors_and_times()
