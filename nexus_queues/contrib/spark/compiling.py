@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...exceptions import NotCompilable
 from ...messages import QueueMessage
 from . import compiling_sql as sql
-from .compiling_paths import NotCompilable, Path
+from .compiling_paths import Path
 from .compiling_scalars import UTC_ZONES
 from .compiling_values import Walk
 from .rows import PLACEMENT_COLUMNS
