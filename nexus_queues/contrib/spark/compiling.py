@@ -147,3 +147,8 @@ def _id_field(message_class: type[QueueMessage]) -> str:
     if not isinstance(found, _Probe):
         raise NotCompilable(f"{message_class.__qualname__}.message_id: not one of its fields as it is.")
     return found.attribute
+
+
+def message_key(message_class: type[QueueMessage], schema: StructType) -> str:
+    """The message id of a row of ``schema`` as SQL, before any check (cheap: a column cast to text)."""
+    return _message_id(message_class, schema)[0]

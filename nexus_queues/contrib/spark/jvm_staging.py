@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from ...backends.jdbc import Jdbc
 from ...messages import QueueMessage
+from .compiling import message_key
 from .reading import id_bounds
 from .rows import POSITION_BITS
 
@@ -26,6 +27,11 @@ WRITE_BATCH_ROWS = 10_000
 """Rows the JDBC writer sends in one batch (rewritten by the driver into multi-row inserts)."""
 FETCH_ROWS = 10_000
 """Stored pairs the JDBC reader fetches at a time."""
+BROADCAST_PAIRS = 1_000_000
+"""A queue of at most this many rows has its (id, hash) pairs sent to every task, so that the DataFrame's rows are
+compared where they are; a bigger queue's pairs meet them in a shuffle by id (each row carried with its JSON)."""
+REPEATS_KEPT = 10_000
+"""At most this many ids given by several rows of a DataFrame are listed for the comparison where the rows are."""
 _INDEX_BITS = 33
 """``monotonically_increasing_id()`` holds the row's index in its partition in its lowest 33 bits."""
 
@@ -57,7 +63,12 @@ def stage_in_jvm(
     Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
     compiled = _compiled(df, columns)
     stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
-    flagged = _flag_unchanged(compiled, stored)
+    if stored is None:
+        flagged = compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
+    elif stored.rows <= BROADCAST_PAIRS and (repeated := _repeated_ids(df, message_class)) is not None:
+        flagged = _flag_unchanged_where_they_are(compiled, stored.pairs, repeated)
+    else:
+        flagged = _flag_unchanged(compiled, stored.pairs)
     observation = Observation(f"nexus_staged_{token}")
     observed = flagged.observe(
         observation,
@@ -133,7 +144,15 @@ def _reject(source: list[str]) -> Column:
     return F.when(_staged("errors").isNotNull(), text)
 
 
-def _stored_hashes(df: DataFrame, message_class: type[QueueMessage], jdbc: Jdbc) -> DataFrame | None:
+@dataclass(frozen=True)
+class _Stored:
+    pairs: DataFrame
+    """The queue's (message id, hash) pairs, as Spark's JDBC reader reads them."""
+    rows: int
+    """At most this many: the span of the table's ids."""
+
+
+def _stored_hashes(df: DataFrame, message_class: type[QueueMessage], jdbc: Jdbc) -> _Stored | None:
     """The queue's stored (message id, hash) pairs read by Spark's JDBC reader, partitioned on the table's id (the
     bounds from one query, as many partitions as the session's default parallelism); None for an empty queue."""
     bounds = id_bounds(message_class.queue_items())
@@ -152,16 +171,37 @@ def _stored_hashes(df: DataFrame, message_class: type[QueueMessage], jdbc: Jdbc)
         )
     )
     pairs = reader.load()
-    return pairs.select(
+    chosen = pairs.select(
         pairs["message_id"].alias(STAGED + "stored_id"), pairs["message_hash"].alias(STAGED + "stored_hash")
     )
+    return _Stored(chosen, last - first + 1)
 
 
-def _flag_unchanged(compiled: DataFrame, stored: DataFrame | None) -> DataFrame:
+def _repeated_ids(df: DataFrame, message_class: type[QueueMessage]) -> list[str] | None:
+    """The ids that more than one row of ``df`` gives (a Spark job that reads only the id's column); None when there
+    are more than :data:`REPEATS_KEPT` of them."""
+    key = F.expr(message_key(message_class, df.schema))
+    found = df.groupBy(key.alias("key")).count().where("count > 1").select("key").limit(REPEATS_KEPT + 1).collect()
+    return None if len(found) > REPEATS_KEPT else [row.key for row in found if row.key is not None]
+
+
+def _flag_unchanged_where_they_are(compiled: DataFrame, stored: DataFrame, repeated: list[str]) -> DataFrame:
+    """:func:`_flag_unchanged` with the stored pairs sent to every task (no shuffle of the DataFrame's rows): a row
+    is unchanged when the queue holds its id with its hash, unless its id is one of ``repeated``, whose rows are all
+    staged for the merge to tell the newest (as the Python path stages them)."""
+    key = F.when(_staged("errors").isNull(), _staged("message_id"))
+    keyed = compiled.withColumn(STAGED + "key", key)
+    joined = keyed.join(F.broadcast(stored), keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")
+    same = _staged("key").isNotNull() & (_staged("message_hash") == _staged("stored_hash"))
+    if repeated:
+        same = same & ~_staged("key").isin(repeated)
+    dropped = F.coalesce(same, F.lit(False))
+    return joined.withColumn(STAGED + "dropped", dropped).withColumn(STAGED + "unchanged", _staged("dropped"))
+
+
+def _flag_unchanged(compiled: DataFrame, stored: DataFrame) -> DataFrame:
     """``compiled`` with the flags ``dropped`` (a row of an id whose newest row the queue holds, hash and all: the
     merge would not write it) and ``unchanged`` (that newest row: the merge would count it unchanged)."""
-    if stored is None:
-        return compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
     key = F.when(_staged("errors").isNull(), _staged("message_id"))
     keyed = compiled.withColumn(STAGED + "key", key)
     joined = keyed.join(stored, keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")

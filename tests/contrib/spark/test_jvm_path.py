@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from nexus_queues import enqueue, staging
-from nexus_queues.contrib.spark import SyncCounts, SyncFailed, merging, sync
+from nexus_queues.contrib.spark import SyncCounts, SyncFailed, jvm_staging, merging, sync
 from nexus_queues.contrib.spark.jvm_staging import stage_in_jvm
 from nexus_queues.contrib.spark.models import Sync
 from nexus_queues.contrib.spark.options import write_options
@@ -34,6 +34,17 @@ def arrivals(frame: Any, count: int, *, changed: int = 0, nulls: tuple[int, ...]
 def stored(message_class: Any) -> list[tuple[Any, ...]]:
     rows = message_class.queue_items().order_by("id")
     return [(r.message_id, r.message.model_dump(), r.message_hash, r.status) for r in rows]
+
+
+@pytest.fixture(params=["where_they_are", "by_shuffle", "repeats_by_shuffle"])
+def comparison(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each way a sync compares rows with the stored pairs: the pairs sent to every task (a small queue), the two
+    sides shuffled by id (a queue over BROADCAST_PAIRS rows), and so too when many ids come in several rows."""
+    if request.param == "by_shuffle":
+        monkeypatch.setattr(jvm_staging, "BROADCAST_PAIRS", 0)
+    if request.param == "repeats_by_shuffle":
+        monkeypatch.setattr(jvm_staging, "REPEATS_KEPT", 0)
+    return str(request.param)
 
 
 def staging_tables() -> list[str]:
@@ -117,7 +128,9 @@ def test_sync__too_many_rejects_on_the_jvm_path(spark: SparkSession, jdbc: Any) 
 
 
 @JVM
-def test_sync__unchanged_rows_counted_in_spark(frame: Any, jdbc: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_sync__unchanged_rows_counted_in_spark(
+    frame: Any, jdbc: Any, caplog: pytest.LogCaptureFixture, comparison: str
+) -> None:
     """Syncing again stages only new and changed rows: the unchanged ones are counted by Spark."""
     sync(arrivals(frame, 20), Arrival)
 
@@ -131,7 +144,7 @@ def test_sync__unchanged_rows_counted_in_spark(frame: Any, jdbc: Any, caplog: py
 
 
 @JVM
-def test_sync__an_id_twice_the_last_row_decides(spark: SparkSession, jdbc: Any) -> None:
+def test_sync__an_id_twice_the_last_row_decides(spark: SparkSession, jdbc: Any, comparison: str) -> None:
     """An id given twice: the later row is the one compared and stored, as on the Python path; an id whose later row
     is stored is unchanged though its earlier row differs, and its earlier row is counted superseded."""
     sync(spark.createDataFrame([("A", 1), ("B", 1)], ARRIVAL), Arrival)
