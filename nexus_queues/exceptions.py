@@ -221,6 +221,11 @@ class NoJvmPath(NexusQueuesError):
     path runs instead, and the message says why."""
 
 
+class NotCompilable(NexusQueuesError):
+    """A message class, or a DataFrame's columns for it, cannot be compiled into Spark SQL (the message names the
+    field): its sync takes the Python path."""
+
+
 # RabbitMQ
 
 

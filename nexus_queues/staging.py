@@ -123,6 +123,11 @@ def stage(alias: str, table: str, rows: Sequence[StagedRow]) -> None:
             backend_for(alias).stage_rows(table, rows)
 
 
+def drop_repeated(alias: str, table: str) -> int:
+    """Delete the rows of ``table`` staged twice under one token and position (a writer run twice); how many."""
+    return backend_for(alias).drop_repeated_staged(table)
+
+
 def budget(alias: str) -> Budget:
     """What one staging statement may carry on ``alias``: a row larger than that is rejected, not staged."""
     return backend_for(alias).budget()

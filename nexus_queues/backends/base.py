@@ -276,6 +276,12 @@ class Backend(Session):
             while rows := cursor.fetchmany(1000):
                 yield from (row[0] for row in rows)
 
+    def drop_repeated_staged(self, table: str) -> int:
+        """Delete the rows of staging table ``table`` whose (token, position) an earlier row holds; how many."""
+        with self.cursor() as cursor:
+            cursor.execute(self.sql.DROP_REPEATED_STAGED.format(staging=self.quote(table)))
+            return int(cursor.rowcount)
+
     def staged_with_other_json(self, model: type[QueueItem], table: str, tokens: Sequence[int]) -> list[int]:
         """The ids, ascending, of ``model``'s stored rows for which a message staged under ``tokens`` has other JSON."""
         sql = self.sql.STAGED_OTHER_JSON.format(

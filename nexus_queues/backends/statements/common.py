@@ -125,6 +125,14 @@ RETURNING {columns}""",
         "The rejects staged under some tokens, in position order.",
         "SELECT reject FROM {staging} WHERE token IN ({tokens}) AND reject IS NOT NULL ORDER BY position",
     )
+    DROP_REPEATED_STAGED = Statement(
+        "Delete the copies of staged rows that a writer run twice (a retried or speculative Spark task) inserted "
+        "again: of each (token, position), the first inserted stays.",
+        """DELETE FROM {staging} WHERE id IN (
+  SELECT id FROM (
+    SELECT id, ROW_NUMBER() OVER (PARTITION BY token, position ORDER BY id) AS nexus_copy FROM {staging}) copies
+   WHERE nexus_copy > 1)""",
+    )
     STAGED_OTHER_JSON = Statement(
         "The ids of the stored rows for which a message staged under some tokens has other JSON.",
         """SELECT DISTINCT q.id FROM {staging} s JOIN {queue} q ON q.message_id = s.message_id

@@ -17,16 +17,17 @@ _EXPORTS = {
     "NexusDataSource": "source",
     "read": "jdbc_reading",
     "sync": "syncing",
-    "SyncCounts": "syncing",
+    "SyncCounts": "counts",
     "SyncFailed": "syncing",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .counts import SyncCounts
     from .jdbc_reading import read
     from .source import NexusDataSource, register, session
-    from .syncing import SyncCounts, SyncFailed, sync
+    from .syncing import SyncFailed, sync
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -19,9 +19,9 @@ class SyncAdmin(QueueRecordAdmin):
 
     list_display = (
         "id", "queue", "stream", "batch_id", "state", "started_at", "finished_at",
-        "new", "changed", "unchanged", "scheduled", "rejected", "queue_batch",
+        "new", "changed", "unchanged", "scheduled", "rejected", "queue_batch", "path",
     )  # fmt: skip
-    list_filter = ("state", "queue")
+    list_filter = ("state", "path", "queue")
     list_select_related = ("queue_batch",)
     search_fields = ("queue", "stream")
     date_hierarchy = "started_at"

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
+from ...exceptions import NotCompilable
 from ...messages import QueueMessage
 from . import compiling_sql as sql
-from .compiling_paths import NotCompilable, Path
+from .compiling_paths import Path
 from .compiling_placement import PLACED_COLUMNS, placement
 from .compiling_scalars import UTC_ZONES
 from .compiling_values import Walk
@@ -168,3 +169,8 @@ def _id_field(message_class: type[QueueMessage]) -> str:
     if not isinstance(found, _Probe):
         raise NotCompilable(f"{message_class.__qualname__}.message_id: not one of its fields as it is.")
     return found.attribute
+
+
+def message_key(message_class: type[QueueMessage], schema: StructType) -> str:
+    """The message id of a row of ``schema`` as SQL, before any check (cheap: a column cast to text)."""
+    return _message_id(message_class, schema)[0]

@@ -1,14 +1,10 @@
-"""Where a value of a message is, as the errors name it, and why a class takes the Python path."""
+"""Where a value of a message is, as the errors name it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from . import compiling_sql as sql
-
-
-class NotCompilable(Exception):
-    """The message class, or the DataFrame's columns for it, take the Python path (the reason names the field)."""
 
 
 @dataclass(frozen=True)

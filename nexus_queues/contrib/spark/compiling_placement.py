@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql.types import StringType, StructType, TimestampType
 
+from ...exceptions import NotCompilable
 from ...limits import EARLIEST_DATETIME, LATEST_DATETIME
 from ...status import MAX_STATUS_LENGTH, Status
 from . import compiling_sql as sql
-from .compiling_paths import NotCompilable
 from .rows import PLACEMENT_COLUMNS
 
 PLACED_COLUMNS = ("process_at", "expires_at", "status")

@@ -21,9 +21,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ...exceptions import NotCompilable
 from ...limits import MAX_INTEGER, MIN_INTEGER
 from . import compiling_sql as sql
-from .compiling_paths import NotCompilable, Path
+from .compiling_paths import Path
 from .compiling_patterns import java_pattern
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)

@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, create_model
 from pyspark.sql.types import ArrayType, DataType, StructType
 
+from ...exceptions import NotCompilable
 from ...limits import MAX_JSON_DEPTH
 from ...message_fields import in_utc
 from ...serialization import canonical_json
 from . import compiling_sql as sql
-from .compiling_paths import NotCompilable, Path, dotted
+from .compiling_paths import Path, dotted
 from .compiling_scalars import count, scalar
 
 _PASSED_KEYS = {"type", "metadata", "ref"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -28,11 +29,12 @@ def lock_name(sync_id: int) -> str:
 
 
 @contextmanager
-def watched(alias: str, queue: str) -> Iterator[Sync]:
-    """A new running sync into ``queue``, its lock held by this process until the block ends."""
+def watched(alias: str, queue: str, **fields: Any) -> Iterator[Sync]:
+    """A new running sync into ``queue`` (its record with ``fields``), its lock held by this process until the block
+    ends."""
     with ExitStack() as stack:
         with transaction.atomic(using=alias):  # held before the record is seen: never running without it
-            record = Sync.objects.using(alias).create(queue=queue, watched=True)
+            record = Sync.objects.using(alias).create(queue=queue, watched=True, **fields)
             stack.enter_context(backend_for(checked_session_alias(alias)).hold(lock_name(record.pk)))
         yield record
 

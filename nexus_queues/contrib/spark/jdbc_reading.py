@@ -40,6 +40,8 @@ RAW = "nexus_row_"
 """Before the table's columns' names in the SQL, so that none meets a message field's name."""
 PARSED = "nexus_parsed_message"
 """The message's JSON parsed with the class's Spark schema, a column between the table's and the fields'."""
+KEYS = "nexus_message_keys"
+"""The keys of the message's JSON, read once a row beside :data:`PARSED`."""
 TEXT_COLUMNS = frozenset(column.name for column in ROW_COLUMNS if column.dataType.typeName() == "string")
 
 
@@ -92,7 +94,8 @@ def jdbc_read(spark: SparkSession, jdbc: Jdbc, message_class: type[QueueMessage]
     # The JSON parsed once a row, in a projection of its own: fields taken from one from_json in the same
     # projection would each parse the whole text again (seven parses a row for a class of seven fields).
     parsed = F.from_json(F.col(RAW + "message"), struct, {"timeZone": "UTC"}).alias(PARSED)
-    once = table_df.select(*rows, F.col(RAW + "message"), parsed)
+    keys = F.json_object_keys(F.col(RAW + "message")).alias(KEYS)  # which fields the JSON holds, for the defaults
+    once = table_df.select(*rows, keys, parsed)
     return once.select(*columns, *_message_fields(message_class, struct))
 
 
@@ -110,12 +113,12 @@ def _row_column(name: str, column: StructField, read_as: DataType) -> Column:
 def _message_fields(message_class: type[QueueMessage], struct: StructType) -> Iterator[Column]:
     """Each message field of the parsed JSON (times without an offset in UTC); a field the JSON lacks as its
     default, as the ``nexus`` data source reads it."""
-    message, parsed = F.col(RAW + "message"), F.col(PARSED)
+    keys, parsed = F.col(KEYS), F.col(PARSED)
     defaults = RowMaker(message_class, struct).defaults_to_fill
     for column in struct.fields:
         value = parsed[column.name]
         if column.name in defaults:
             default = F.from_json(F.lit(json.dumps({column.name: defaults[column.name]})), StructType([column]))
-            present = F.array_contains(F.json_object_keys(message), column.name)
+            present = F.array_contains(keys, column.name)
             value = F.when(present, value).otherwise(default[column.name])
         yield value.alias(column.name)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -19,11 +20,12 @@ from ... import batches, cycle_collector, signals, staging
 from ...exceptions import InvalidArgument, StreamCheckpointChanged, TooManyRejects
 from ...messages import QueueMessage
 from ...registry import registry
+from ...staging import MergeCounts
+from .counts import SyncCounts
 from .models import Sync
 from .options import WriteOptions
 from .rejects import numbered, write_rejects
 from .rows import RowStager
-from .syncing import SyncCounts
 from .writing import Staged
 
 logger = logging.getLogger("nexus_queues.spark")
@@ -122,9 +124,9 @@ def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Sta
     _, alias = _queue(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
     try:
-        _merge(options, table, staged, record, batched=True)
+        _merge(options, table, Merge.of(staged), record, batched=True)
     except Exception as exc:
-        _fail(record, alias, str(exc))
+        fail(record, alias, str(exc))
         raise
     finally:
         staging.drop(alias, table)
@@ -136,7 +138,7 @@ def abort(options: WriteOptions, table: str, sync_id: int) -> None:
     staging.drop(alias, table)
     record = Sync.objects.using(alias).get(pk=sync_id)
     if record.state == Sync.State.RUNNING:
-        _fail(record, alias, "Spark aborted the write (a task failed): nothing was stored.")
+        fail(record, alias, "Spark aborted the write (a task failed): nothing was stored.")
 
 
 def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Sequence[Staged]) -> None:
@@ -152,7 +154,7 @@ def commit_batch(options: WriteOptions, table: str, batch_id: int, staged: Seque
             logger.info("Stream %s batch %s was stored before: replay skipped.", stream, batch_id)
             return
         record = Sync(queue=message_class.queue_name(), stream=stream, batch_id=batch_id, checkpoint=query)
-        _merge(options, table, staged, record)
+        _merge(options, table, Merge.of(staged), record)
     finally:
         staging.clear(alias, table)
 
@@ -187,13 +189,46 @@ def completion(options: WriteOptions) -> QueueMessage | None:
     return message
 
 
-def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: Sync, *, batched: bool = False) -> None:
+@dataclass(frozen=True)
+class Merge:
+    """What a merge takes: the tokens of the staged rows, how many of them are rejects, and, asked only when there
+    are rejects, how many rows the partitions before each had (a reject's number in the DataFrame)."""
+
+    tokens: list[int]
+    rejected: int
+    offsets: Callable[[], Mapping[int, int]]
+    kept_out: MergeCounts = field(default_factory=MergeCounts)
+    """Rows Spark counted and did not stage (unchanged, and the older rows of their ids): added to the merge's."""
+
+    @classmethod
+    def of(cls, staged: Sequence[Staged]) -> Merge:
+        """The merge of what the ``nexus`` data source's tasks staged."""
+        return cls([s.token for s in staged], sum(s.rejects for s in staged), lambda: _row_offsets(staged))
+
+
+def commit_jvm(options: WriteOptions, table: str, sync_id: int, merge: Merge) -> None:
+    """Merge what Spark's JDBC writer staged into the queue and record it, dropping the copies of rows a task
+    run twice wrote again; on failure record why. Drops the staging table."""
+    _, alias = _queue(options)
+    record = Sync.objects.using(alias).get(pk=sync_id)
+    try:
+        if repeated := staging.drop_repeated(alias, table):
+            logger.info("Sync #%s: dropped %s rows a Spark task wrote twice.", sync_id, repeated)
+        _merge(options, table, merge, record, batched=True)
+    except Exception as exc:
+        fail(record, alias, str(exc))
+        raise
+    finally:
+        staging.drop(alias, table)
+
+
+def _merge(options: WriteOptions, table: str, merge: Merge, record: Sync, *, batched: bool = False) -> None:
     """Check the rejects, then merge the staged messages and save ``record``, in one transaction; ``batched``:
     the messages it writes form a batch."""
     message_class, alias = _queue(options)
-    tokens = [s.token for s in staged]
-    record.rejected = sum(s.rejects for s in staged)
-    offsets = _row_offsets(staged)
+    tokens = merge.tokens
+    record.rejected = merge.rejected
+    offsets = merge.offsets() if merge.rejected else {}
     if record.rejected and options.rejects:
         write_rejects(options.rejects, numbered(staging.rejects(alias, table, tokens), offsets))
     allowed = options.rejects_allowed
@@ -211,8 +246,11 @@ def _merge(options: WriteOptions, table: str, staged: Sequence[Staged], record: 
             batch = batches.create(message_class, label=label, on_complete=completion(options))
         counts = staging.merge(message_class, table, tokens, notify=True, batch=batch)
         record.queue_batch = batch if batch is not None and batch.pk is not None else None
-        record.new, record.changed, record.unchanged = counts.new, counts.changed, counts.unchanged
-        record.scheduled, record.superseded = counts.scheduled, counts.superseded
+        kept_out = merge.kept_out
+        record.new, record.changed = counts.new, counts.changed
+        record.unchanged = counts.unchanged + kept_out.unchanged
+        record.superseded = counts.superseded + kept_out.superseded
+        record.scheduled = counts.scheduled
         record.state, record.finished_at = Sync.State.STORED, timezone.now()
         record.save(using=alias)
         if not options.sync:  # sync() sends it in its caller's process, where the receivers connected at run time are
@@ -250,7 +288,8 @@ def _waiting(record: Sync) -> None:
     )
 
 
-def _fail(record: Sync, alias: str, error: str) -> None:
+def fail(record: Sync, alias: str, error: str) -> None:
+    """Record that sync ``record`` failed with ``error`` and stored nothing."""
     record.state, record.error, record.finished_at = Sync.State.FAILED, error, timezone.now()
     # Only these: the counts and batch a failed merge set on the record were rolled back with it (saving its batch
     # id, gone, failed with a foreign key error that hid the merge's own).

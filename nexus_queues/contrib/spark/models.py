@@ -13,6 +13,10 @@ class Sync(models.Model):
         STORED = "stored", "Stored"
         FAILED = "failed", "Failed"
 
+    class Path(models.TextChoices):
+        JVM = "jvm", "JVM"
+        PYTHON = "python", "Python"
+
     queue = models.CharField(max_length=255)
     stream = models.CharField(max_length=255, blank=True, default="", help_text="The stream's name; blank for a batch.")
     batch_id = models.BigIntegerField(null=True, blank=True, help_text="The stream's micro-batch.")
@@ -44,6 +48,13 @@ class Sync(models.Model):
         help_text="The batch of the messages it made Pending (new and changed); none when it wrote none.",
     )
     error = models.TextField(blank=True, default="")
+    path = models.CharField(
+        max_length=8,
+        choices=Path.choices,
+        default=Path.PYTHON,
+        help_text="Where its rows were validated and staged: in Spark's JVM, or by Python workers.",
+    )
+    path_reason = models.TextField(blank=True, default="", help_text="Why the sync took its path.")
     watched = models.BooleanField(
         default=False, help_text="Its driver holds a lock while it runs: running without it, it failed."
     )

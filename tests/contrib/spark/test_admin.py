@@ -46,3 +46,14 @@ def test_sync_admin__a_user_sees_the_syncs_of_the_queues_they_may_view(client: A
     assert client.get(reverse("admin:nexus_spark_sync_change", args=[theirs.pk])).status_code == 404
     everything = admin_client.get(reverse("admin:nexus_spark_sync_changelist")).context["cl"].result_list
     assert {sync.pk for sync in everything} == {mine.pk, theirs.pk, retired.pk}
+
+
+def test_sync_admin__shows_the_path_and_why(admin_client: Any) -> None:
+    """The list shows each sync's path; its page shows why it took it."""
+    record = Sync.objects.create(queue="products", path=Sync.Path.JVM, path_reason="Spark's JDBC writer reaches it.")
+
+    listed = admin_client.get(reverse("admin:nexus_spark_sync_changelist")).content.decode()
+    detail = admin_client.get(reverse("admin:nexus_spark_sync_change", args=[record.pk])).content.decode()
+
+    assert "JVM" in listed
+    assert "Spark&#x27;s JDBC writer reaches it." in detail

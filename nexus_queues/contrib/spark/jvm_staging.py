@@ -1,0 +1,216 @@
+"""Staging a DataFrame in Spark's JVM: the message class's column expressions validate each row and write its
+canonical JSON and hash, Spark's JDBC reader brings the queue's stored (message id, hash) pairs to leave out the
+unchanged rows, and Spark's JDBC writer inserts the others into the staging table. No Python worker reads a row.
+
+Each row's position is the one the Python path gives it: its partition's index in the bits above
+:data:`~.rows.POSITION_BITS`, its index in the partition below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Observation, Window
+from pyspark.sql import functions as F
+
+from ...backends.jdbc import Jdbc
+from ...messages import QueueMessage
+from .compiling import message_key
+from .reading import id_bounds
+from .rows import POSITION_BITS
+
+STAGED = "nexus_staged_"
+"""Before the names of the columns the staging computes, so that none meets a column of the DataFrame."""
+STAGED_COLUMNS = ("message_id", "message", "message_hash", "headers", "status", "process_at", "expires_at")
+"""The staging table's columns that the compiled expressions may give (the first three always)."""
+WRITE_BATCH_ROWS = 10_000
+"""Rows the JDBC writer sends in one batch (rewritten by the driver into multi-row inserts)."""
+FETCH_ROWS = 10_000
+"""Stored pairs the JDBC reader fetches at a time."""
+BROADCAST_PAIRS = 1_000_000
+"""A queue of at most this many rows has its (id, hash) pairs sent to every task, so that the DataFrame's rows are
+compared where they are; a bigger queue's pairs meet them in a shuffle by id (each row carried with its JSON)."""
+REPEATS_KEPT = 10_000
+"""At most this many ids given by several rows of a DataFrame are listed for the comparison where the rows are."""
+_INDEX_BITS = 33
+"""``monotonically_increasing_id()`` holds the row's index in its partition in its lowest 33 bits."""
+
+
+@dataclass(frozen=True)
+class JvmStaged:
+    """What Spark staged, and what it counted and left out."""
+
+    rows: int
+    """The DataFrame's rows."""
+    rejected: int
+    unchanged: int
+    """Rows whose id and JSON the queue held, left out of the staging table (the newest row of each such id)."""
+    superseded: int
+    """Older rows of those ids, left out with them."""
+
+
+def stage_in_jvm(
+    df: DataFrame,
+    message_class: type[QueueMessage],
+    columns: dict[str, str],
+    jdbc: Jdbc,
+    table: str,
+    token: int,
+    *,
+    skip_unchanged: bool,
+) -> JvmStaged:
+    """Write the staged rows of ``df`` under ``token`` into staging table ``table`` with Spark's JDBC writer, in one
+    Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
+    compiled = _compiled(df, columns)
+    stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
+    if stored is None:
+        flagged = compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
+    elif stored.rows <= BROADCAST_PAIRS and (repeated := _repeated_ids(df, message_class)) is not None:
+        flagged = _flag_unchanged_where_they_are(compiled, stored.pairs, repeated)
+    else:
+        flagged = _flag_unchanged(compiled, stored.pairs)
+    observation = Observation(f"nexus_staged_{token}")
+    observed = flagged.observe(
+        observation,
+        F.count(F.lit(1)).alias("rows"),
+        F.count(_staged("errors")).alias("rejected"),
+        F.count(F.when(_staged("dropped"), 1)).alias("dropped"),
+        F.count(F.when(_staged("unchanged"), 1)).alias("unchanged"),
+    )
+    given = [name for name in STAGED_COLUMNS if name in columns]
+    staged = observed.where(~_staged("dropped")).select(
+        F.lit(token).cast("long").alias("token"),
+        _staged("position").alias("position"),
+        *(F.when(_staged("errors").isNull(), _staged(name)).alias(name) for name in given),
+        _staged("reject").alias("reject"),
+    )
+    properties = {**jdbc.properties, "batchsize": str(WRITE_BATCH_ROWS)}
+    staged.write.jdbc(jdbc.url, table, mode="append", properties=properties)
+    seen = observation.get
+    return JvmStaged(seen["rows"], seen["rejected"], seen["unchanged"], seen["dropped"] - seen["unchanged"])
+
+
+def partition_rows(df: DataFrame) -> dict[int, int]:
+    """How many rows the partitions before each partition of ``df`` hold (a reject's number in the DataFrame is
+    its index in its partition plus this): a second Spark job, run only when a sync has rejects."""
+    counts: dict[int, int] = dict(df.groupBy(F.spark_partition_id().alias("partition")).count().collect())
+    offsets, total = {}, 0
+    for partition in sorted(counts):
+        offsets[partition], total = total, total + counts[partition]
+    return offsets
+
+
+def _staged(name: str) -> Column:
+    return F.col(STAGED + name)
+
+
+def _quoted(name: str) -> Column:
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _compiled(df: DataFrame, columns: dict[str, str]) -> DataFrame:
+    """``df``'s rows staged: their positions, staged columns and rejects (names under :data:`STAGED`), without
+    ``df``'s own columns, which the join's shuffle then need not carry.
+
+    The hash and the reject are taken in a second projection, which Spark does not merge into the first (it refers
+    to the message and the errors twice), so that their expressions run once a row."""
+    partition = F.spark_partition_id().cast("long")
+    index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
+    given = [name for name in columns if name != "message_hash"]
+    compiled = df.select(
+        *(_quoted(name) for name in df.columns),
+        (F.shiftleft(partition, POSITION_BITS) + index).alias(STAGED + "position"),
+        *(F.expr(columns[name]).alias(STAGED + name) for name in given),
+    )
+    return compiled.select(
+        *(_staged(name) for name in ("position", *given)),
+        F.sha2(_staged("message"), 256).alias(STAGED + "message_hash"),
+        _reject(df.columns).alias(STAGED + "reject"),
+    )
+
+
+def _reject(source: list[str]) -> Column:
+    """The reject of a row with errors, as the Python path writes it: its position, its values, its errors."""
+    row = F.to_json(F.struct(*(_quoted(name) for name in source)), {"ignoreNullFields": "false"})
+    text = F.concat(
+        F.lit('{"position": '),
+        _staged("position").cast("string"),
+        F.lit(', "row": '),
+        row,
+        F.lit(', "errors": '),
+        _staged("errors"),
+        F.lit("}"),
+    )
+    return F.when(_staged("errors").isNotNull(), text)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    pairs: DataFrame
+    """The queue's (message id, hash) pairs, as Spark's JDBC reader reads them."""
+    rows: int
+    """At most this many: the span of the table's ids."""
+
+
+def _stored_hashes(df: DataFrame, message_class: type[QueueMessage], jdbc: Jdbc) -> _Stored | None:
+    """The queue's stored (message id, hash) pairs read by Spark's JDBC reader, partitioned on the table's id (the
+    bounds from one query, as many partitions as the session's default parallelism); None for an empty queue."""
+    bounds = id_bounds(message_class.queue_items())
+    if bounds is None:
+        return None
+    spark = df.sparkSession
+    first, last = bounds
+    reader = spark.read.format("jdbc").options(
+        **jdbc.options(
+            dbtable=message_class.queue_model._meta.db_table,
+            fetchsize=FETCH_ROWS,
+            partitionColumn="id",
+            lowerBound=first,
+            upperBound=last + 1,
+            numPartitions=spark.sparkContext.defaultParallelism,
+        )
+    )
+    pairs = reader.load()
+    chosen = pairs.select(
+        pairs["message_id"].alias(STAGED + "stored_id"), pairs["message_hash"].alias(STAGED + "stored_hash")
+    )
+    return _Stored(chosen, last - first + 1)
+
+
+def _repeated_ids(df: DataFrame, message_class: type[QueueMessage]) -> list[str] | None:
+    """The ids that more than one row of ``df`` gives (a Spark job that reads only the id's column); None when there
+    are more than :data:`REPEATS_KEPT` of them."""
+    key = F.expr(message_key(message_class, df.schema))
+    found = df.groupBy(key.alias("key")).count().where("count > 1").select("key").limit(REPEATS_KEPT + 1).collect()
+    return None if len(found) > REPEATS_KEPT else [row.key for row in found if row.key is not None]
+
+
+def _flag_unchanged_where_they_are(compiled: DataFrame, stored: DataFrame, repeated: list[str]) -> DataFrame:
+    """:func:`_flag_unchanged` with the stored pairs sent to every task (no shuffle of the DataFrame's rows): a row
+    is unchanged when the queue holds its id with its hash, unless its id is one of ``repeated``, whose rows are all
+    staged for the merge to tell the newest (as the Python path stages them)."""
+    key = F.when(_staged("errors").isNull(), _staged("message_id"))
+    keyed = compiled.withColumn(STAGED + "key", key)
+    joined = keyed.join(F.broadcast(stored), keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")
+    same = _staged("key").isNotNull() & (_staged("message_hash") == _staged("stored_hash"))
+    if repeated:
+        same = same & ~_staged("key").isin(repeated)
+    dropped = F.coalesce(same, F.lit(False))
+    return joined.withColumn(STAGED + "dropped", dropped).withColumn(STAGED + "unchanged", _staged("dropped"))
+
+
+def _flag_unchanged(compiled: DataFrame, stored: DataFrame) -> DataFrame:
+    """``compiled`` with the flags ``dropped`` (a row of an id whose newest row the queue holds, hash and all: the
+    merge would not write it) and ``unchanged`` (that newest row: the merge would count it unchanged)."""
+    key = F.when(_staged("errors").isNull(), _staged("message_id"))
+    keyed = compiled.withColumn(STAGED + "key", key)
+    joined = keyed.join(stored, keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")
+    # The merge writes the newest row of an id (its greatest position): an id is unchanged when that row's hash is
+    # the stored one, and then none of its rows is staged. The join already clusters the rows by id.
+    newest = F.max(F.struct(_staged("position"), _staged("message_hash"))).over(Window.partitionBy(STAGED + "key"))
+    with_newest = joined.withColumn(STAGED + "newest", newest)
+    newest_row = _staged("newest")
+    dropped = _staged("key").isNotNull() & (newest_row[STAGED + "message_hash"] == _staged("stored_hash"))
+    return with_newest.withColumn(STAGED + "dropped", F.coalesce(dropped, F.lit(False))).withColumn(
+        STAGED + "unchanged", _staged("dropped") & (_staged("position") == newest_row[STAGED + "position"])
+    )
