@@ -272,13 +272,13 @@ def test_sync__class_outside_the_supported_set_takes_the_python_path(frame: Any,
 
 
 @JVM
-def test_sync__placement_columns_take_the_python_path(frame: Any, jdbc: Any) -> None:
-    """A status column places the messages, which the compiled columns do not: the Python path, saying so."""
-    sync(frame([("S-1", 1, "OnHold")], "sku string, quantity int, status string"), Inventory)
+def test_sync__a_headers_column_takes_the_python_path(frame: Any, jdbc: Any) -> None:
+    """A headers column (the one placement column that does not compile) takes the Python path, saying so."""
+    sync(frame([("S-1", 1, {"trace": "t1"})], "sku string, quantity int, headers map<string, string>"), Inventory)
 
     record = Sync.objects.get()
     assert record.path == Sync.Path.PYTHON
-    assert "status" in record.path_reason
+    assert "headers" in record.path_reason
 
 
 @pytest.mark.engines("sqlite")
