@@ -69,28 +69,42 @@ def staged_columns(message_class: type[QueueMessage], schema: StructType, *, tim
 
 
 def select_staged(
-    frame: DataFrame, message_class: type[QueueMessage], keep: tuple[str, ...] = (), *, time_zone: str = "UTC"
+    frame: DataFrame,
+    message_class: type[QueueMessage],
+    keep: tuple[str, ...] = (),
+    *,
+    prefix: str = "",
+    time_zone: str = "UTC",
 ) -> DataFrame:
-    """``frame``'s rows staged: the columns ``keep``, then :data:`STAGED_COLUMNS`, each row validated and written
-    once (three projections that Spark does not merge, as each refers to the one before more than once)."""
+    """``frame``'s rows staged: the columns ``keep``, then :data:`STAGED_COLUMNS` and the placement columns (each
+    name after ``prefix``), each row validated and written once (three projections that Spark does not merge, as
+    each refers to the one before more than once)."""
     message_id, json, errors, placed = _compiled(message_class, frame.schema, time_zone)
     kept = [sql.name(column) for column in keep]
+    staged = {name: sql.name(prefix + name) for name in (*STAGED_COLUMNS, *placed)}
     return (
         frame.selectExpr(
             *kept,
-            f"{message_id} AS message_id",
+            f"{message_id} AS {staged['message_id']}",
             f"{json} AS {_JSON}",
             f"{errors} AS {_ERRORS}",
             *(f"{value} AS nexus_{name}" for name, value in placed.items()),
         )
         .selectExpr(
             *kept,
-            f"CASE WHEN {_ERRORS} IS NULL THEN message_id END AS message_id",
-            f"CASE WHEN {_ERRORS} IS NULL THEN {sql.lower_escapes(_JSON)} END AS message",
-            f"{_ERRORS} AS errors",
-            *(f"CASE WHEN {_ERRORS} IS NULL THEN nexus_{name} END AS {name}" for name in placed),
+            f"CASE WHEN {_ERRORS} IS NULL THEN {staged['message_id']} END AS {staged['message_id']}",
+            f"CASE WHEN {_ERRORS} IS NULL THEN {sql.lower_escapes(_JSON)} END AS {staged['message']}",
+            f"{_ERRORS} AS {staged['errors']}",
+            *(f"CASE WHEN {_ERRORS} IS NULL THEN nexus_{name} END AS {staged[name]}" for name in placed),
         )
-        .selectExpr(*kept, "message_id", "message", "sha2(message, 256) AS message_hash", "errors", *placed)
+        .selectExpr(
+            *kept,
+            staged["message_id"],
+            staged["message"],
+            f"sha2({staged['message']}, 256) AS {staged['message_hash']}",
+            staged["errors"],
+            *(staged[name] for name in placed),
+        )
     )
 
 

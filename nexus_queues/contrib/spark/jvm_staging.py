@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from ...backends.jdbc import Jdbc
 from ...messages import QueueMessage
-from .compiling import message_key
+from .compiling import message_key, select_staged
 from .reading import id_bounds
 from .rows import POSITION_BITS
 
@@ -61,7 +61,8 @@ def stage_in_jvm(
 ) -> JvmStaged:
     """Write the staged rows of ``df`` under ``token`` into staging table ``table`` with Spark's JDBC writer, in one
     Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
-    compiled = _compiled(df, columns)
+    given = [name for name in STAGED_COLUMNS if name in columns]
+    compiled = _compiled(df, message_class, given)
     stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
     if stored is None:
         flagged = compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
@@ -77,11 +78,10 @@ def stage_in_jvm(
         F.count(F.when(_staged("dropped"), 1)).alias("dropped"),
         F.count(F.when(_staged("unchanged"), 1)).alias("unchanged"),
     )
-    given = [name for name in STAGED_COLUMNS if name in columns]
     staged = observed.where(~_staged("dropped")).select(
         F.lit(token).cast("long").alias("token"),
         _staged("position").alias("position"),
-        *(F.when(_staged("errors").isNull(), _staged(name)).alias(name) for name in given),
+        *(_staged(name).alias(name) for name in given),  # NULL in a rejected row
         _staged("reject").alias("reject"),
     )
     properties = {**jdbc.properties, "batchsize": str(WRITE_BATCH_ROWS)}
@@ -108,23 +108,17 @@ def _quoted(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _compiled(df: DataFrame, columns: dict[str, str]) -> DataFrame:
-    """``df``'s rows staged: their positions, staged columns and rejects (names under :data:`STAGED`), without
-    ``df``'s own columns, which the join's shuffle then need not carry.
-
-    The hash and the reject are taken in a second projection, which Spark does not merge into the first (it refers
-    to the message and the errors twice), so that their expressions run once a row."""
+def _compiled(df: DataFrame, message_class: type[QueueMessage], given: list[str]) -> DataFrame:
+    """``df``'s rows staged: their positions, staged columns (``given`` of them) and rejects (names under
+    :data:`STAGED`), without ``df``'s own columns, which the join's shuffle then need not carry. Each row is
+    validated and written once (:func:`~.compiling.select_staged`)."""
     partition = F.spark_partition_id().cast("long")
     index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
-    given = [name for name in columns if name != "message_hash"]
-    compiled = df.select(
-        *(_quoted(name) for name in df.columns),
-        (F.shiftleft(partition, POSITION_BITS) + index).alias(STAGED + "position"),
-        *(F.expr(columns[name]).alias(STAGED + name) for name in given),
-    )
-    return compiled.select(
-        *(_staged(name) for name in ("position", *given)),
-        F.sha2(_staged("message"), 256).alias(STAGED + "message_hash"),
+    time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    compiled = select_staged(df, message_class, tuple(df.columns), prefix=STAGED, time_zone=time_zone)
+    positioned = compiled.withColumn(STAGED + "position", F.shiftleft(partition, POSITION_BITS) + index)
+    return positioned.select(
+        *(_staged(name) for name in ("position", *given, "errors")),
         _reject(df.columns).alias(STAGED + "reject"),
     )
 
