@@ -24,7 +24,6 @@ from nexus_queues.staging import StagedRow
 
 pytestmark = pytest.mark.slow
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
-VALID: list[bool] = []
 
 
 class Colour(StrEnum):
@@ -202,15 +201,10 @@ BACKSLASH_U = (
 def test_staged_columns__same_as_the_python_path(spark: SparkSession, rows: list[tuple[Any, ...]]) -> None:
     """Every row staged on the JVM path is what the Python path stages: the canonical JSON, hash and id byte for byte
     (escapes, characters outside the BMP, decimals of any scale, times with and without fractions, nested and empty
-    lists, nulls), or a reject naming the same fields."""
+    lists, nulls), or a reject naming the same fields. Its explicit example holds valid rows (``BASE``,
+    ``BACKSLASH_U``), so accepted rows are compared whatever it draws."""
     for jvm, staged in both_paths(spark.createDataFrame(rows, SCHEMA), Every):
         assert_same(jvm, staged, "Every")
-        VALID.append(staged.reject is None)
-
-
-def test_staged_columns__some_rows_valid() -> None:
-    """The property above compared accepted rows as well as refused ones (it ran first)."""
-    assert sum(VALID) > len(VALID) / 4, (sum(VALID), len(VALID))
 
 
 class Loose(BaseModel):
