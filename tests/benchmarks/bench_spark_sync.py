@@ -38,10 +38,7 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.benchmarks.settings_spark")
@@ -62,10 +59,11 @@ from nexus_queues.contrib.spark.jdbc import connection as jdbc_connection  # noq
 from nexus_queues.contrib.spark.models import Sync  # noqa: E402
 from nexus_queues.contrib.spark.schema import spark_schema  # noqa: E402
 from nexus_queues.messages import QueueMessage  # noqa: E402
+from tests.benchmarks.bench_spark import load, sql, timed  # noqa: E402
+from tests.benchmarks.bench_spark_read import made  # noqa: E402
 from tests.benchmarks.databases import bench_databases  # noqa: E402
 from tests.benchmarks.orders.queues import OrderPlaced  # noqa: E402
 
-T = TypeVar("T")
 DATA_SETS: dict[str, tuple[type[QueueMessage], str]] = {"orders": (OrderPlaced, "order_id"),
                                                         "products": (ProductUpdated, "sku")}  # fmt: skip
 """A data set's message class and its id column; its files are ``<folder>/<name>.parquet`` and ``..._changed``."""
@@ -88,22 +86,6 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=4, help="Partitions of the cached DataFrames.")
     parser.add_argument("--one-sync", nargs=2, metavar=("DATA_SET", "MASTER"), help=argparse.SUPPRESS)
     return parser.parse_args()
-
-
-def sql(statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return cursor.fetchall() if cursor.description else []
-
-
-def timed(run: Callable[[], T]) -> tuple[float, T]:
-    started = time.perf_counter()
-    result = run()
-    return time.perf_counter() - started, result
-
-
-def load() -> str:
-    return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
 
 
 def empty(message_class: type[QueueMessage]) -> None:
@@ -141,11 +123,6 @@ def jdbc_write(df: DataFrame, id_column: str, rows: int) -> float:
     return seconds
 
 
-def made(df: DataFrame) -> int:
-    """Every row and column of ``df`` made (a hash of them all summed); the rows counted."""
-    return int(df.select(F.count(F.lit(1)), F.sum(F.hash(*df.columns))).collect()[0][0])
-
-
 def reads(spark: SparkSession, message_class: type[QueueMessage], rows: int, partitions: int) -> dict[str, float]:
     """The queue read by :func:`read` and by ``spark.read.jdbc`` of its raw JSON, each made and counted: seconds."""
     table = message_class.queue_model._meta.db_table
@@ -158,7 +135,7 @@ def reads(spark: SparkSession, message_class: type[QueueMessage], rows: int, par
     found = {}
     ours = read(spark, message_class).select("id", *fields.fieldNames())  # the columns of the like-for-like read
     for name, df in (("read", ours), ("read_jdbc", raw), ("read_jdbc_parsed", parsed)):
-        found[name], counted = timed(lambda df=df: made(df))
+        found[name], counted = timed(made(df))
         assert counted == rows, (name, counted)
     return found
 

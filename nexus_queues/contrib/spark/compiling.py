@@ -41,9 +41,17 @@ from .compiling_values import Walk
 from .rows import PLACEMENT_COLUMNS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PLACED_COLUMNS", "STAGED_COLUMNS", "UTC_ZONES", "NotCompilable", "select_staged", "staged_columns"]
+__all__ = [
+    "PLACED_COLUMNS",
+    "STAGED_COLUMNS",
+    "UTC_ZONES",
+    "NotCompilable",
+    "select_staged",
+    "session_time_zone",
+    "staged_columns",
+]
 
 STAGED_COLUMNS = ("message_id", "message", "message_hash", "errors")
 """The names of :func:`staged_columns`' expressions, in order."""
@@ -188,3 +196,8 @@ def _id_field(message_class: type[QueueMessage]) -> str:
 def message_key(message_class: type[QueueMessage], schema: StructType) -> str:
     """The message id of a row of ``schema`` as SQL, before any check (cheap: a column cast to text)."""
     return _message_id(message_class, schema)[0]
+
+
+def session_time_zone(spark: SparkSession) -> str:
+    """The session's time zone (``spark.sql.session.timeZone``), the ``time_zone`` to compile a class in."""
+    return spark.conf.get("spark.sql.session.timeZone") or "UTC"

@@ -15,14 +15,14 @@ from pyspark.sql import functions as F
 
 from ...backends.jdbc import Jdbc
 from ...messages import QueueMessage
-from .compiling import message_key, select_staged
+from .compiling import PLACED_COLUMNS, message_key, select_staged, session_time_zone
 from .reading import id_bounds
 from .rows import POSITION_BITS
 
 STAGED = "nexus_staged_"
 """Before the names of the columns the staging computes, so that none meets a column of the DataFrame."""
-STAGED_COLUMNS = ("message_id", "message", "message_hash", "headers", "status", "process_at", "expires_at")
-"""The staging table's columns that the compiled expressions may give (the first three always)."""
+TABLE_COLUMNS = ("message_id", "message", "message_hash", *PLACED_COLUMNS)
+"""The staging table's columns that :func:`~.compiling.select_staged` may give (the first three always)."""
 WRITE_BATCH_ROWS = 10_000
 """Rows the JDBC writer sends in one batch (rewritten by the driver into multi-row inserts)."""
 FETCH_ROWS = 10_000
@@ -52,7 +52,6 @@ class JvmStaged:
 def stage_in_jvm(
     df: DataFrame,
     message_class: type[QueueMessage],
-    columns: dict[str, str],
     jdbc: Jdbc,
     table: str,
     token: int,
@@ -61,8 +60,8 @@ def stage_in_jvm(
 ) -> JvmStaged:
     """Write the staged rows of ``df`` under ``token`` into staging table ``table`` with Spark's JDBC writer, in one
     Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
-    given = [name for name in STAGED_COLUMNS if name in columns]
-    compiled = _compiled(df, message_class, given)
+    compiled = _compiled(df, message_class)
+    given = [name for name in TABLE_COLUMNS if STAGED + name in compiled.columns]
     stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
     if stored is None:
         flagged = compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
@@ -108,17 +107,17 @@ def _quoted(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _compiled(df: DataFrame, message_class: type[QueueMessage], given: list[str]) -> DataFrame:
-    """``df``'s rows staged: their positions, staged columns (``given`` of them) and rejects (names under
-    :data:`STAGED`), without ``df``'s own columns, which the join's shuffle then need not carry. Each row is
-    validated and written once (:func:`~.compiling.select_staged`)."""
+def _compiled(df: DataFrame, message_class: type[QueueMessage]) -> DataFrame:
+    """``df``'s rows staged: their positions, staged columns and rejects (names under :data:`STAGED`), without
+    ``df``'s own columns, which the join's shuffle then need not carry. Each row is validated and written once
+    (:func:`~.compiling.select_staged`)."""
     partition = F.spark_partition_id().cast("long")
     index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
-    time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    time_zone = session_time_zone(df.sparkSession)
     compiled = select_staged(df, message_class, tuple(df.columns), prefix=STAGED, time_zone=time_zone)
     positioned = compiled.withColumn(STAGED + "position", F.shiftleft(partition, POSITION_BITS) + index)
     return positioned.select(
-        *(_staged(name) for name in ("position", *given, "errors")),
+        *(F.col(name) for name in positioned.columns if name.startswith(STAGED)),
         _reject(df.columns).alias(STAGED + "reject"),
     )
 

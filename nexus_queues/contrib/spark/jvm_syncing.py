@@ -28,7 +28,7 @@ logger = logging.getLogger("nexus_queues.spark")
 def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, options: WriteOptions) -> None:
     """Stage ``df`` with Spark's JDBC writer and merge it into the queue of ``message_class`` as the running sync
     ``options.sync``; :class:`SyncFailed` when nothing was stored."""
-    assert route.jdbc is not None and route.columns is not None
+    assert route.jdbc is not None
     alias = message_class.queue_options.database
     table, sync_id = merging.begin(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
@@ -36,7 +36,7 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
     queue = message_class.queue_options
     skip_unchanged = message_class.has_identity and queue.idempotent  # a queue that is not stores them again
     try:
-        staged = stage_in_jvm(df, message_class, route.columns, route.jdbc, table, token, skip_unchanged=skip_unchanged)
+        staged = stage_in_jvm(df, message_class, route.jdbc, table, token, skip_unchanged=skip_unchanged)
     except (PySparkException, Py4JJavaError, DatabaseError) as exc:
         staging.drop(alias, table)
         which = "a task failed" if task_failed(exc) else "the write failed"
@@ -55,9 +55,9 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
         extra={"action": "spark_staged"},
     )
     kept_out = MergeCounts(unchanged=staged.unchanged, superseded=staged.superseded)
-    merge = merging.Merge([token], staged.rejected, lambda: partition_rows(df), kept_out)
+    merge = merging.Merge([token], staged.rejected, lambda: partition_rows(df), kept_out, may_repeat=True)
     try:
-        merging.commit_jvm(options, table, sync_id, merge)
+        merging.commit(options, table, sync_id, merge)
     except Exception as exc:
         record.refresh_from_db()
         raise SyncFailed(record, record.error) from exc

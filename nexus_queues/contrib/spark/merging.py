@@ -119,12 +119,15 @@ class _Stopwatch:
         return ", ".join(f"{step} {seconds:.1f} s" for step, seconds in self.seconds.items())
 
 
-def commit(options: WriteOptions, table: str, sync_id: int, staged: Sequence[Staged]) -> None:
-    """Merge a batch write into its queue and record it; on failure record why. Drops the staging table."""
+def commit(options: WriteOptions, table: str, sync_id: int, merge: Merge) -> None:
+    """Merge a batch write into its queue and record it, first dropping the copies of rows a writer run twice
+    staged again where ``merge`` says there may be some; on failure record why. Drops the staging table."""
     _, alias = _queue(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
     try:
-        _merge(options, table, Merge.of(staged), record, batched=True)
+        if merge.may_repeat and (repeated := staging.drop_repeated(alias, table)):
+            logger.info("Sync #%s: dropped %s rows a Spark task wrote twice.", sync_id, repeated)
+        _merge(options, table, merge, record, batched=True)
     except Exception as exc:
         fail(record, alias, str(exc))
         raise
@@ -199,27 +202,14 @@ class Merge:
     offsets: Callable[[], Mapping[int, int]]
     kept_out: MergeCounts = field(default_factory=MergeCounts)
     """Rows Spark counted and did not stage (unchanged, and the older rows of their ids): added to the merge's."""
+    may_repeat: bool = False
+    """A writer may have staged rows twice under one token and position (Spark's JDBC writer: a task retried after
+    its rows were written, or speculative); each token of the ``nexus`` data source's tasks is its own."""
 
     @classmethod
     def of(cls, staged: Sequence[Staged]) -> Merge:
         """The merge of what the ``nexus`` data source's tasks staged."""
         return cls([s.token for s in staged], sum(s.rejects for s in staged), lambda: _row_offsets(staged))
-
-
-def commit_jvm(options: WriteOptions, table: str, sync_id: int, merge: Merge) -> None:
-    """Merge what Spark's JDBC writer staged into the queue and record it, dropping the copies of rows a task
-    run twice wrote again; on failure record why. Drops the staging table."""
-    _, alias = _queue(options)
-    record = Sync.objects.using(alias).get(pk=sync_id)
-    try:
-        if repeated := staging.drop_repeated(alias, table):
-            logger.info("Sync #%s: dropped %s rows a Spark task wrote twice.", sync_id, repeated)
-        _merge(options, table, merge, record, batched=True)
-    except Exception as exc:
-        fail(record, alias, str(exc))
-        raise
-    finally:
-        staging.drop(alias, table)
 
 
 def _merge(options: WriteOptions, table: str, merge: Merge, record: Sync, *, batched: bool = False) -> None:

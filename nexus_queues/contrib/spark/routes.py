@@ -11,18 +11,17 @@ from pyspark.sql import DataFrame
 from ...backends.jdbc import Jdbc
 from ...exceptions import NoJvmPath
 from ...messages import QueueMessage
-from .compiling import NotCompilable, staged_columns
+from .compiling import NotCompilable, session_time_zone, staged_columns
 from .jdbc import jvm_connection
 from .models import Sync
 
 
 @dataclass(frozen=True)
 class Route:
-    """A sync's path: with ``jdbc`` and ``columns`` (the staged columns as Spark SQL expressions) the JVM's."""
+    """A sync's path: with ``jdbc`` (the class compiled) the JVM's."""
 
     reason: str
     jdbc: Jdbc | None = None
-    columns: dict[str, str] | None = None
 
     @property
     def path(self) -> Sync.Path:
@@ -39,13 +38,11 @@ def choose(df: DataFrame, message_class: type[QueueMessage], *, jvm: bool = True
     alias = message_class.queue_options.database
     try:
         jdbc = jvm_connection(df.sparkSession, alias)
-        time_zone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-        columns = staged_columns(message_class, df.schema, time_zone=time_zone)
+        staged_columns(message_class, df.schema, time_zone=session_time_zone(df.sparkSession))  # it compiles
     except (NoJvmPath, NotCompilable) as exc:
         return Route(str(exc))
     return Route(
         f"Spark's JDBC writer reaches database {alias!r} and {message_class.__qualname__} compiles to column "
         "expressions.",
         jdbc,
-        columns,
     )

@@ -62,7 +62,7 @@ class SyncWriter(DataSourceArrowWriter):
         with django_ready(self.django):
             from . import merging
 
-            merging.commit(self.options, self.table, self.sync_id, _staged(messages))
+            merging.commit(self.options, self.table, self.sync_id, merging.Merge.of(_staged(messages)))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         with django_ready(self.django):
