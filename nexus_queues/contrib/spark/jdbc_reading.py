@@ -79,14 +79,7 @@ def jdbc_read(spark: SparkSession, jdbc: Jdbc, message_class: type[QueueMessage]
     """The rows of the queue that ``options`` ask for, read with Spark's JDBC source through ``jdbc``."""
     items = message_class.queue_items().filter(narrowing(options))
     table = jvm_rows(items, [*(column.name for column in ROW_COLUMNS), "message"], text=TEXT_COLUMNS, prefix=RAW)
-    reader = spark.read.format("jdbc").options(**jdbc.options(dbtable=table, fetchsize=FETCH_ROWS))
-    if (bounds := id_bounds(items)) is not None:
-        partitions = options.partitions or spark.sparkContext.defaultParallelism
-        first, last = bounds
-        reader = reader.options(
-            partitionColumn=RAW + "id", lowerBound=str(first), upperBound=str(last + 1), numPartitions=str(partitions)
-        )
-    table_df = reader.load()
+    table_df = partitioned_read(spark, jdbc, table, RAW + "id", id_bounds(items), options.partitions)
     types = {field.name: field.dataType for field in table_df.schema.fields}
     columns = row_columns(message_class)
     rows = [_row_column(name, column, types[RAW + column.name]) for name, column in columns.items()]
@@ -97,6 +90,29 @@ def jdbc_read(spark: SparkSession, jdbc: Jdbc, message_class: type[QueueMessage]
     keys = F.json_object_keys(F.col(RAW + "message")).alias(KEYS)  # which fields the JSON holds, for the defaults
     once = table_df.select(*rows, keys, parsed)
     return once.select(*columns, *_message_fields(message_class, struct))
+
+
+def partitioned_read(
+    spark: SparkSession,
+    jdbc: Jdbc,
+    table: str,
+    id_column: str,
+    bounds: tuple[int, int] | None,
+    partitions: int | None = None,
+) -> DataFrame:
+    """Spark's JDBC read of ``table`` (a table's name or a subquery), partitioned on the integer ``id_column``
+    between ``bounds`` (the smallest and largest id; one partition when None) in ``partitions`` (by default the
+    session's default parallelism), :data:`FETCH_ROWS` fetched at a time."""
+    reader = spark.read.format("jdbc").options(**jdbc.options(dbtable=table, fetchsize=FETCH_ROWS))
+    if bounds is not None:
+        first, last = bounds
+        reader = reader.options(
+            partitionColumn=id_column,
+            lowerBound=str(first),
+            upperBound=str(last + 1),
+            numPartitions=str(partitions or spark.sparkContext.defaultParallelism),
+        )
+    return reader.load()
 
 
 def _row_column(name: str, column: StructField, read_as: DataType) -> Column:

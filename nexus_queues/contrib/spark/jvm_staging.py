@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from ...backends.jdbc import Jdbc
 from ...messages import QueueMessage
 from .compiling import PLACED_COLUMNS, message_key, select_staged, session_time_zone
+from .jdbc_reading import partitioned_read
 from .reading import id_bounds
 from .rows import POSITION_BITS
 
@@ -25,8 +26,6 @@ TABLE_COLUMNS = ("message_id", "message", "message_hash", *PLACED_COLUMNS)
 """The staging table's columns that :func:`~.compiling.select_staged` may give (the first three always)."""
 WRITE_BATCH_ROWS = 10_000
 """Rows the JDBC writer sends in one batch (rewritten by the driver into multi-row inserts)."""
-FETCH_ROWS = 10_000
-"""Stored pairs the JDBC reader fetches at a time."""
 BROADCAST_PAIRS = 1_000_000
 """A queue of at most this many rows has its (id, hash) pairs sent to every task, so that the DataFrame's rows are
 compared where they are; a bigger queue's pairs meet them in a shuffle by id (each row carried with its JSON)."""
@@ -151,22 +150,12 @@ def _stored_hashes(df: DataFrame, message_class: type[QueueMessage], jdbc: Jdbc)
     bounds = id_bounds(message_class.queue_items())
     if bounds is None:
         return None
-    spark = df.sparkSession
-    first, last = bounds
-    reader = spark.read.format("jdbc").options(
-        **jdbc.options(
-            dbtable=message_class.queue_model._meta.db_table,
-            fetchsize=FETCH_ROWS,
-            partitionColumn="id",
-            lowerBound=first,
-            upperBound=last + 1,
-            numPartitions=spark.sparkContext.defaultParallelism,
-        )
-    )
-    pairs = reader.load()
+    table = message_class.queue_model._meta.db_table
+    pairs = partitioned_read(df.sparkSession, jdbc, table, "id", bounds)
     chosen = pairs.select(
         pairs["message_id"].alias(STAGED + "stored_id"), pairs["message_hash"].alias(STAGED + "stored_hash")
     )
+    first, last = bounds
     return _Stored(chosen, last - first + 1)
 
 
