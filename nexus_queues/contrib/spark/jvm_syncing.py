@@ -16,6 +16,7 @@ from ...exceptions import SyncFailed
 from ...messages import QueueMessage
 from ...staging import MergeCounts
 from . import merging
+from .codegen import jit_sized_methods
 from .failures import python_error, task_failed
 from .jvm_staging import partition_rows, stage_in_jvm
 from .models import Sync
@@ -36,7 +37,8 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
     queue = message_class.queue_options
     skip_unchanged = message_class.has_identity and queue.idempotent  # a queue that is not stores them again
     try:
-        staged = stage_in_jvm(df, message_class, route.jdbc, table, token, skip_unchanged=skip_unchanged)
+        with jit_sized_methods(df.sparkSession):
+            staged = stage_in_jvm(df, message_class, route.jdbc, table, token, skip_unchanged=skip_unchanged)
     except (PySparkException, Py4JJavaError, DatabaseError) as exc:
         staging.drop(alias, table)
         which = "a task failed" if task_failed(exc) else "the write failed"
