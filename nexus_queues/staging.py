@@ -123,6 +123,11 @@ def stage(alias: str, table: str, rows: Sequence[StagedRow]) -> None:
             backend_for(alias).stage_rows(table, rows)
 
 
+def count(alias: str, table: str) -> int:
+    """How many rows staging table ``table`` holds."""
+    return staging_model(table)._default_manager.using(alias).count()
+
+
 def drop_repeated(alias: str, table: str) -> int:
     """Delete the rows of ``table`` staged twice under one token and position (a writer run twice); how many."""
     return backend_for(alias).drop_repeated_staged(table)

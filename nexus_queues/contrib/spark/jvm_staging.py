@@ -47,6 +47,11 @@ class JvmStaged:
     superseded: int
     """Older rows of those ids, left out with them."""
 
+    @property
+    def written(self) -> int:
+        """Rows written into the staging table (rejects included), each once."""
+        return self.rows - self.unchanged - self.superseded
+
 
 def stage_in_jvm(
     df: DataFrame,

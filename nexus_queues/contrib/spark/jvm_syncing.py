@@ -57,7 +57,7 @@ def sync_in_jvm(df: DataFrame, message_class: type[QueueMessage], route: Route, 
         extra={"action": "spark_staged"},
     )
     kept_out = MergeCounts(unchanged=staged.unchanged, superseded=staged.superseded)
-    merge = merging.Merge([token], staged.rejected, lambda: partition_rows(df), kept_out, may_repeat=True)
+    merge = merging.Merge([token], staged.rejected, lambda: partition_rows(df), kept_out, written=staged.written)
     try:
         merging.commit(options, table, sync_id, merge)
     except Exception as exc:

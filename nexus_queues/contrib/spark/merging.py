@@ -121,11 +121,13 @@ class _Stopwatch:
 
 def commit(options: WriteOptions, table: str, sync_id: int, merge: Merge) -> None:
     """Merge a batch write into its queue and record it, first dropping the copies of rows a writer run twice
-    staged again where ``merge`` says there may be some; on failure record why. Drops the staging table."""
+    staged again where the table holds more rows than ``merge`` says were written; on failure record why. Drops the
+    staging table."""
     _, alias = _queue(options)
     record = Sync.objects.using(alias).get(pk=sync_id)
     try:
-        if merge.may_repeat and (repeated := staging.drop_repeated(alias, table)):
+        copied = merge.written is not None and staging.count(alias, table) > merge.written
+        if copied and (repeated := staging.drop_repeated(alias, table)):
             logger.info("Sync #%s: dropped %s rows a Spark task wrote twice.", sync_id, repeated)
         _merge(options, table, merge, record, batched=True)
     except Exception as exc:
@@ -202,9 +204,10 @@ class Merge:
     offsets: Callable[[], Mapping[int, int]]
     kept_out: MergeCounts = field(default_factory=MergeCounts)
     """Rows Spark counted and did not stage (unchanged, and the older rows of their ids): added to the merge's."""
-    may_repeat: bool = False
-    """A writer may have staged rows twice under one token and position (Spark's JDBC writer: a task retried after
-    its rows were written, or speculative); each token of the ``nexus`` data source's tasks is its own."""
+    written: int | None = None
+    """How many rows a writer that may stage some twice under one token and position wrote (Spark's JDBC writer: a
+    task retried after its rows were written, or speculative); None for the ``nexus`` data source, whose tasks each
+    stage under a token of their own. Copies are looked for only when the table holds more rows than this."""
 
     @classmethod
     def of(cls, staged: Sequence[Staged]) -> Merge:

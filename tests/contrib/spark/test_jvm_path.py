@@ -184,7 +184,7 @@ def test_sync__a_task_run_twice_stores_its_rows_once(spark: SparkSession, jdbc: 
     for _ in range(2):
         staged = stage_in_jvm(df, Greeting, route.jdbc, table, token, skip_unchanged=False)
     assert staging.staging_model(table)._default_manager.count() == 60
-    merging.commit(options, table, record.pk, merging.Merge([token], staged.rejected, dict, may_repeat=True))
+    merging.commit(options, table, record.pk, merging.Merge([token], staged.rejected, dict, written=staged.written))
 
     record.refresh_from_db()
     assert (record.state, record.new) == (Sync.State.STORED, 30)
