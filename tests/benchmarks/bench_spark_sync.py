@@ -22,7 +22,8 @@ starts what a session starts once. Each round measures, in turn, for each data s
   unchanged    the same DataFrame again: nothing written
   changed_1pct the input with every hundredth row changed: exactly those rewritten
   jdbc         ``df.write.jdbc`` of (id, ``to_json`` of the other columns) into ``(id primary key, message jsonb)``
-               (MariaDB: ``json``), batchsize 10000, the driver's batched inserts rewritten (the sync's own JDBC properties)
+               (MariaDB: ``json``), batchsize 10000, the driver's batched inserts rewritten (the sync's own JDBC
+               properties)
   jdbc_queue_copy  the same into a copy of the queue's table with all its indexes (no target: like for like)
   read         ``read(spark, MessageClass)`` of the id and the message's fields (Spark asks the database for no other
                column), every row and column made (a hash of all summed) and counted
@@ -30,6 +31,8 @@ starts what a session starts once. Each round measures, in turn, for each data s
   read_jdbc_parsed  the same with the message's fields parsed by ``from_json`` with the class's Spark schema, as
                a user of ``spark.read.jdbc`` would to get the fields (no target: printed to compare)
   sync_1/2     a first sync in a process of its own on ``local[1]`` and on ``local[2]`` (the sync call's seconds)
+  compiled_1/2 in the same process, Spark's part alone: every row validated, written and hashed by the compiled
+               class, into Spark's ``noop`` sink (no database work)
 
 Ratios are of rates (rows a second): above 1 the sync is the faster.
 """
@@ -56,6 +59,8 @@ from pyspark.sql.types import StructType  # noqa: E402
 from demo_project.shop.queues import ProductUpdated  # noqa: E402
 from nexus_queues.backends import backend_for  # noqa: E402
 from nexus_queues.contrib.spark import read, session, sync  # noqa: E402
+from nexus_queues.contrib.spark.codegen import jit_sized_methods  # noqa: E402
+from nexus_queues.contrib.spark.compiling import select_staged  # noqa: E402
 from nexus_queues.contrib.spark.jdbc import connection as jdbc_connection  # noqa: E402
 from nexus_queues.contrib.spark.models import Sync  # noqa: E402
 from nexus_queues.contrib.spark.schema import spark_schema  # noqa: E402
@@ -181,19 +186,22 @@ def frames(spark: SparkSession, folder: Path, name: str, partitions: int) -> tup
     return found[0], found[1]
 
 
-def one_sync_elsewhere(name: str, folder: Path, master: str, partitions: int) -> float:
-    """A first sync's seconds in a process of its own on ``master`` (this test database, kept)."""
+def one_sync_elsewhere(name: str, folder: Path, master: str, partitions: int) -> tuple[float, float]:
+    """A first sync's seconds in a process of its own on ``master`` (this test database, kept), and those of
+    Spark's part alone (the compiled rows into Spark's ``noop`` sink)."""
     command = [sys.executable, __file__, f"--{name}", str(folder), "--partitions", str(partitions),
                "--one-sync", name, master]  # fmt: skip
     url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + connection.settings_dict["NAME"]
     done = subprocess.run(command, env={**os.environ, "DATABASE_URL": url}, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
-    return float(done.stdout.strip().splitlines()[-1])
+    sync_seconds, compiled_seconds = done.stdout.strip().splitlines()[-1].split()
+    return float(sync_seconds), float(compiled_seconds)
 
 
 def one_sync(args: argparse.Namespace) -> None:
-    """The process of :func:`one_sync_elsewhere`: print the seconds of a first sync of its data set."""
+    """The process of :func:`one_sync_elsewhere`: print the seconds of a first sync of its data set, then of its
+    compiled rows alone."""
     name, master = args.one_sync
     message_class, _ = DATA_SETS[name]
     spark = spark_session(master)
@@ -203,8 +211,12 @@ def one_sync(args: argparse.Namespace) -> None:
     empty(message_class)
     seconds, _ = timed(lambda: sync(df, message_class))
     empty(message_class)
+    staged = select_staged(df, message_class)  # Spark's part alone: every row validated, written and hashed
+    with jit_sized_methods(spark):
+        staged.write.format("noop").mode("overwrite").save()  # the generated code compiled once, as in the sync
+        compiled, _ = timed(lambda: staged.write.format("noop").mode("overwrite").save())
     spark.stop()
-    print(seconds)
+    print(seconds, compiled)
 
 
 def summary(name: str, runs: list[dict[str, float]], rows: int) -> None:
@@ -215,9 +227,12 @@ def summary(name: str, runs: list[dict[str, float]], rows: int) -> None:
     for label, yardstick, measure, target in TARGETS:
         ratio = medians[yardstick] / medians[measure]
         print(f"  {label:28s} {ratio:5.2f}  target >= {target}  {'met' if ratio >= target else 'NOT met'}")
-    for label, yardstick, measure in (("read / read_jdbc_parsed", "read_jdbc_parsed", "read"),
-                                      ("first_sync / jdbc_queue_copy", "jdbc_queue_copy", "first_sync")):  # fmt: skip
-        print(f"  {label:28s} {medians[yardstick] / medians[measure]:5.2f}  (like for like)")
+    for label, yardstick, measure, note in (
+        ("read / read_jdbc_parsed", "read_jdbc_parsed", "read", "like for like"),
+        ("first_sync / jdbc_queue_copy", "jdbc_queue_copy", "first_sync", "like for like"),
+        ("compiled local[2] / local[1]", "compiled_1", "compiled_2", "Spark's part alone"),
+    ):
+        print(f"  {label:28s} {medians[yardstick] / medians[measure]:5.2f}  ({note})")
 
 
 def main(args: argparse.Namespace) -> None:
@@ -247,7 +262,9 @@ def main(args: argparse.Namespace) -> None:
             seconds["jdbc_queue_copy"] = jdbc_queue_copy(df, message_class, id_column, rows)
             empty(message_class)
             for cores in (1, 2):
-                seconds[f"sync_{cores}"] = one_sync_elsewhere(name, given[name], f"local[{cores}]", args.partitions)
+                seconds[f"sync_{cores}"], seconds[f"compiled_{cores}"] = one_sync_elsewhere(
+                    name, given[name], f"local[{cores}]", args.partitions
+                )
             print("    " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items()) + f"; {load()}", flush=True)
             results[name].append(seconds)
     for name, runs in results.items():
