@@ -25,16 +25,23 @@ def loads(text: str | bytes) -> Any:
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     try:
         data = _decoder.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise MalformedJSON(_explain(raw, str(exc))) from exc
-    except UnicodeDecodeError as exc:
-        raise MalformedJSON(f"not UTF-8 text: {exc.reason} at byte {exc.start}.") from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec 0.23 reports bad UTF-8 as a DecodeError
+        raise MalformedJSON(_not_utf8(raw) or _explain(raw, str(exc))) from exc
     except RecursionError as exc:
         raise MalformedJSON("nested too deeply to read.") from exc
     # The walk costs a pass over the data, so only text that holds the escape takes it.
     if _NUL_ESCAPE in raw and (path := _nul_path(data)) is not None:
         raise MalformedJSON(f"the text at {path} holds a NUL character (\\u0000), which PostgreSQL cannot store.")
     return data
+
+
+def _not_utf8(raw: bytes) -> str | None:
+    """Why ``raw`` is not UTF-8 text, naming the byte; None when it is."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text: {exc.reason} at byte {exc.start}."
+    return None
 
 
 def _explain(raw: bytes, reason: str) -> str:
