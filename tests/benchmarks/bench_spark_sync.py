@@ -120,33 +120,39 @@ def syncs(message_class: type[QueueMessage], df: DataFrame, changed: DataFrame, 
 
 
 def jdbc_write(df: DataFrame, id_column: str, rows: int) -> float:
-    """``df.write.jdbc`` of (id, JSON of the rest) into the keyed table, emptied first: its seconds."""
-    jdbc = jdbc_connection("default")
+    """``df.write.jdbc`` of (id, JSON of the rest) into the keyed table: its seconds."""
     flat = df.select(F.col(id_column).alias("id"),
                      F.to_json(F.struct(*[c for c in df.columns if c != id_column])).alias("message"))  # fmt: skip
-    sql(f"DELETE FROM {KEYED}")
-    seconds, _ = timed(lambda: flat.write.jdbc(jdbc.url, KEYED, mode="append",
-                                               properties={**jdbc.properties, "batchsize": "10000"}))  # fmt: skip
-    assert sql(f"SELECT count(*) FROM {KEYED}")[0][0] == rows
-    return seconds
+    return timed_jdbc_write(flat, KEYED, rows)
 
 
 def jdbc_queue_copy(df: DataFrame, message_class: type[QueueMessage], id_column: str, rows: int) -> float:
-    """``df.write.jdbc`` into a copy of the queue's table with all its indexes, emptied first: the id, the JSON of the
-    rest and its hash, Pending, as Spark's own writer stores messages without the sync's checks, canonical JSON,
-    all or nothing or comparison (no target: what the queue's indexes cost any writer). Its seconds."""
-    jdbc = jdbc_connection("default")
+    """``df.write.jdbc`` into a copy of the queue's table with all its indexes: the id, the JSON of the rest and its
+    hash, Pending, as Spark's own writer stores messages without the sync's checks, canonical JSON, all or nothing or
+    comparison (no target: what the queue's indexes cost any writer). Its seconds."""
     message = F.to_json(F.struct(*[c for c in df.columns if c != id_column]))
     now = F.current_timestamp()
     flat = df.select(F.col(id_column).alias("message_id"), message.alias("message"),
                      F.sha2(message, 256).alias("message_hash"), F.lit("{}").alias("headers"),
                      F.lit(Status.PENDING.value).alias("status"),
                      now.alias("created_at"), now.alias("updated_at"))  # fmt: skip
-    sql(f"DELETE FROM {QUEUE_COPY}")
-    seconds, _ = timed(lambda: flat.write.jdbc(jdbc.url, QUEUE_COPY, mode="append",
+    table = message_class.queue_model._meta.db_table
+    sql(f"CREATE TABLE {QUEUE_COPY} " + (f"(LIKE {table} INCLUDING ALL)" if connection.vendor == "postgresql"
+                                          else f"LIKE {table}"))  # fmt: skip
+    try:
+        return timed_jdbc_write(flat, QUEUE_COPY, rows)
+    finally:
+        sql(f"DROP TABLE {QUEUE_COPY}")
+
+
+def timed_jdbc_write(flat: DataFrame, table: str, rows: int) -> float:
+    """``flat.write.jdbc`` into ``table``, emptied first, batchsize 10000 with the sync's JDBC properties (batched
+    inserts rewritten); checked by its count. Its seconds."""
+    jdbc = jdbc_connection("default")
+    sql(f"DELETE FROM {table}")
+    seconds, _ = timed(lambda: flat.write.jdbc(jdbc.url, table, mode="append",
                                                properties={**jdbc.properties, "batchsize": "10000"}))  # fmt: skip
-    assert sql(f"SELECT count(*) FROM {QUEUE_COPY}")[0][0] == rows
-    sql(f"DROP TABLE {QUEUE_COPY}")
+    assert sql(f"SELECT count(*) FROM {table}")[0][0] == rows
     return seconds
 
 
@@ -256,9 +262,6 @@ def main(args: argparse.Namespace) -> None:
             seconds = syncs(message_class, df, changed, rows)
             seconds |= reads(spark, message_class, rows, args.partitions)
             seconds["jdbc"] = jdbc_write(df, id_column, rows)
-            table = message_class.queue_model._meta.db_table
-            like = f"(LIKE {table} INCLUDING ALL)" if connection.vendor == "postgresql" else f"LIKE {table}"
-            sql(f"CREATE TABLE {QUEUE_COPY} {like}")
             seconds["jdbc_queue_copy"] = jdbc_queue_copy(df, message_class, id_column, rows)
             empty(message_class)
             for cores in (1, 2):
