@@ -4,6 +4,7 @@ catalogue sync in Spark's engine as ratios, from one run.
 Make the inputs (the orders are the benchmarks' own data set: nested, constrained, not the demo's)::
 
     .venv/bin/python -m tests.benchmarks.orders.data --rows 200000 --output /tmp/orders
+    mkdir -p /tmp/products
     .venv/bin/python manage.py nexus_demo_catalogue --products 200000 --today 2026-11-23 \\
         --output /tmp/products/products.parquet
     .venv/bin/python manage.py nexus_demo_catalogue --products 200000 --today 2026-11-23 --change 1 \\
