@@ -2,7 +2,9 @@
 run in Spark's JVM, so that no Python worker reads a row.
 
 :func:`staged_columns` gives, for a DataFrame's schema, one SQL expression text per staged column (pass each to
-``F.expr``, or all to ``df.selectExpr``); :func:`select_staged` selects them so that no expression is evaluated twice:
+``F.expr``, or all to ``df.selectExpr``); :func:`select_staged` selects them so that no expression is evaluated
+twice, as :func:`select_keyed` (the id, JSON and hash) then :func:`select_checked` (the checks), which a sync runs
+only on the rows that differ from the stored ones:
 
 - ``message_id``: STRING, the id :func:`~nexus_queues.messages.message_id_of` gives; NULL for a class without identity.
 - ``message``: STRING, the :func:`~nexus_queues.serialization.canonical_json` text ``enqueue()`` stores; NULL when
@@ -48,6 +50,8 @@ __all__ = [
     "STAGED_COLUMNS",
     "UTC_ZONES",
     "NotCompilable",
+    "select_checked",
+    "select_keyed",
     "select_staged",
     "session_time_zone",
     "staged_columns",
@@ -85,34 +89,51 @@ def select_staged(
     time_zone: str = "UTC",
 ) -> DataFrame:
     """``frame``'s rows staged: the columns ``keep``, then :data:`STAGED_COLUMNS` and the placement columns (each
-    name after ``prefix``), each row validated and written once (three projections that Spark does not merge, as
-    each refers to the one before more than once)."""
-    message_id, json, errors, placed = _compiled(message_class, frame.schema, time_zone)
+    name after ``prefix``), each row validated and written once."""
+    keyed = select_keyed(frame, message_class, prefix=prefix, time_zone=time_zone)
+    return select_checked(keyed, message_class, frame.schema, keep, prefix=prefix, time_zone=time_zone)
+
+
+def select_keyed(
+    frame: DataFrame, message_class: type[QueueMessage], *, prefix: str = "", time_zone: str = "UTC"
+) -> DataFrame:
+    """``frame``'s columns, then each row's ``message_id``, ``message`` and ``message_hash`` (names after
+    ``prefix``) whatever its checks would find: what a sync compares with the stored messages before it checks the
+    rows that differ (three projections that Spark does not merge, as each refers to the one before more than
+    once)."""
+    message_id, json, _, _ = _compiled(message_class, frame.schema, time_zone)
+    own = [sql.name(column) for column in frame.columns]
+    key, message, hash_ = (sql.name(prefix + name) for name in STAGED_COLUMNS[:3])
+    return (
+        frame.selectExpr(*own, f"{message_id} AS {key}", f"{json} AS {_JSON}")
+        .selectExpr(*own, key, f"{sql.lower_escapes(_JSON)} AS {message}")
+        .selectExpr(*own, key, message, f"sha2({message}, 256) AS {hash_}")
+    )
+
+
+def select_checked(
+    keyed: DataFrame,
+    message_class: type[QueueMessage],
+    source: StructType,
+    keep: tuple[str, ...] = (),
+    *,
+    prefix: str = "",
+    time_zone: str = "UTC",
+) -> DataFrame:
+    """The rows of :func:`select_keyed` (from columns of ``source``) checked: the columns ``keep``, then
+    :data:`STAGED_COLUMNS` and the placement columns, the id, message, hash and placement NULL in a row with
+    errors."""
+    _, _, errors, placed = _compiled(message_class, source, time_zone)
     kept = [sql.name(column) for column in keep]
     staged = {name: sql.name(prefix + name) for name in (*STAGED_COLUMNS, *placed)}
-    return (
-        frame.selectExpr(
-            *kept,
-            f"{message_id} AS {staged['message_id']}",
-            f"{json} AS {_JSON}",
-            f"{errors} AS {_ERRORS}",
-            *(f"{value} AS nexus_{name}" for name, value in placed.items()),
-        )
-        .selectExpr(
-            *kept,
-            f"CASE WHEN {_ERRORS} IS NULL THEN {staged['message_id']} END AS {staged['message_id']}",
-            f"CASE WHEN {_ERRORS} IS NULL THEN {sql.lower_escapes(_JSON)} END AS {staged['message']}",
-            f"{_ERRORS} AS {staged['errors']}",
-            *(f"CASE WHEN {_ERRORS} IS NULL THEN nexus_{name} END AS {staged[name]}" for name in placed),
-        )
-        .selectExpr(
-            *kept,
-            staged["message_id"],
-            staged["message"],
-            f"sha2({staged['message']}, 256) AS {staged['message_hash']}",
-            staged["errors"],
-            *(staged[name] for name in placed),
-        )
+    keyed_columns = [staged[name] for name in STAGED_COLUMNS[:3]]
+    return keyed.selectExpr(
+        *kept, *keyed_columns, f"{errors} AS {_ERRORS}", *(f"{value} AS nexus_{name}" for name, value in placed.items())
+    ).selectExpr(
+        *kept,
+        *(f"CASE WHEN {_ERRORS} IS NULL THEN {column} END AS {column}" for column in keyed_columns),
+        f"{_ERRORS} AS {staged['errors']}",
+        *(f"CASE WHEN {_ERRORS} IS NULL THEN nexus_{name} END AS {staged[name]}" for name in placed),
     )
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from ...backends.jdbc import Jdbc
 from ...messages import QueueMessage
-from .compiling import PLACED_COLUMNS, message_key, select_staged, session_time_zone
+from .compiling import PLACED_COLUMNS, message_key, select_checked, select_keyed, session_time_zone
 from .jdbc_reading import partitioned_read
 from .reading import id_bounds
 from .rows import POSITION_BITS
@@ -23,7 +23,7 @@ from .rows import POSITION_BITS
 STAGED = "nexus_staged_"
 """Before the names of the columns the staging computes, so that none meets a column of the DataFrame."""
 TABLE_COLUMNS = ("message_id", "message", "message_hash", *PLACED_COLUMNS)
-"""The staging table's columns that :func:`~.compiling.select_staged` may give (the first three always)."""
+"""The staging table's columns that :func:`~.compiling.select_checked` may give (the first three always)."""
 WRITE_BATCH_ROWS = 10_000
 """Rows the JDBC writer sends in one batch (rewritten by the driver into multi-row inserts)."""
 BROADCAST_PAIRS = 1_000_000
@@ -64,24 +64,24 @@ def stage_in_jvm(
 ) -> JvmStaged:
     """Write the staged rows of ``df`` under ``token`` into staging table ``table`` with Spark's JDBC writer, in one
     Spark job; with ``skip_unchanged``, only the rows the queue does not hold already (by id and hash)."""
-    compiled = _compiled(df, message_class)
-    given = [name for name in TABLE_COLUMNS if STAGED + name in compiled.columns]
+    keyed = _keyed(df, message_class)
     stored = _stored_hashes(df, message_class, jdbc) if skip_unchanged else None
     if stored is None:
-        flagged = compiled.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
+        flagged = keyed.withColumn(STAGED + "dropped", F.lit(False)).withColumn(STAGED + "unchanged", F.lit(False))
     elif stored.rows <= BROADCAST_PAIRS and (repeated := _repeated_ids(df, message_class)) is not None:
-        flagged = _flag_unchanged_where_they_are(compiled, stored.pairs, repeated)
+        flagged = _flag_unchanged_where_they_are(keyed, stored.pairs, repeated)
     else:
-        flagged = _flag_unchanged(compiled, stored.pairs)
-    observation = Observation(f"nexus_staged_{token}")
-    observed = flagged.observe(
-        observation,
+        flagged = _flag_unchanged(keyed, stored.pairs)
+    compared, checked = Observation(f"nexus_compared_{token}"), Observation(f"nexus_checked_{token}")
+    kept = flagged.observe(
+        compared,
         F.count(F.lit(1)).alias("rows"),
-        F.count(_staged("errors")).alias("rejected"),
         F.count(F.when(_staged("dropped"), 1)).alias("dropped"),
         F.count(F.when(_staged("unchanged"), 1)).alias("unchanged"),
-    )
-    staged = observed.where(~_staged("dropped")).select(
+    ).where(~_staged("dropped"))
+    rows = _checked(kept, df, message_class).observe(checked, F.count(_staged("errors")).alias("rejected"))
+    given = [name for name in TABLE_COLUMNS if STAGED + name in rows.columns]
+    staged = rows.select(
         F.lit(token).cast("long").alias("token"),
         _staged("position").alias("position"),
         *(_staged(name).alias(name) for name in given),  # NULL in a rejected row
@@ -89,8 +89,8 @@ def stage_in_jvm(
     )
     properties = {**jdbc.properties, "batchsize": str(WRITE_BATCH_ROWS)}
     staged.write.jdbc(jdbc.url, table, mode="append", properties=properties)
-    seen = observation.get
-    return JvmStaged(seen["rows"], seen["rejected"], seen["unchanged"], seen["dropped"] - seen["unchanged"])
+    seen = compared.get
+    return JvmStaged(seen["rows"], checked.get["rejected"], seen["unchanged"], seen["dropped"] - seen["unchanged"])
 
 
 def partition_rows(df: DataFrame) -> dict[int, int]:
@@ -111,19 +111,23 @@ def _quoted(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _compiled(df: DataFrame, message_class: type[QueueMessage]) -> DataFrame:
-    """``df``'s rows staged: their positions, staged columns and rejects (names under :data:`STAGED`), without
-    ``df``'s own columns, which the join's shuffle then need not carry. Each row is validated and written once
-    (:func:`~.compiling.select_staged`)."""
+def _keyed(df: DataFrame, message_class: type[QueueMessage]) -> DataFrame:
+    """``df``'s rows with their positions, message ids, JSON and hashes (names under :data:`STAGED`), their checks
+    not yet run: a row whose id and JSON the queue holds is counted unchanged, checked or not
+    (:func:`~.compiling.select_keyed`)."""
     partition = F.spark_partition_id().cast("long")
     index = F.monotonically_increasing_id() - F.shiftleft(partition, _INDEX_BITS)
+    keyed = select_keyed(df, message_class, prefix=STAGED, time_zone=session_time_zone(df.sparkSession))
+    return keyed.withColumn(STAGED + "position", F.shiftleft(partition, POSITION_BITS) + index)
+
+
+def _checked(kept: DataFrame, df: DataFrame, message_class: type[QueueMessage]) -> DataFrame:
+    """The ``kept`` rows of :func:`_keyed` checked: their staged columns and rejects
+    (:func:`~.compiling.select_checked`)."""
+    keep = (*df.columns, STAGED + "position")
     time_zone = session_time_zone(df.sparkSession)
-    compiled = select_staged(df, message_class, tuple(df.columns), prefix=STAGED, time_zone=time_zone)
-    positioned = compiled.withColumn(STAGED + "position", F.shiftleft(partition, POSITION_BITS) + index)
-    return positioned.select(
-        *(F.col(name) for name in positioned.columns if name.startswith(STAGED)),
-        _reject(df.columns).alias(STAGED + "reject"),
-    )
+    checked = select_checked(kept, message_class, df.schema, keep, prefix=STAGED, time_zone=time_zone)
+    return checked.withColumn(STAGED + "reject", _reject(df.columns))
 
 
 def _reject(source: list[str]) -> Column:
@@ -172,32 +176,30 @@ def _repeated_ids(df: DataFrame, message_class: type[QueueMessage]) -> list[str]
     return None if len(found) > REPEATS_KEPT else [row.key for row in found if row.key is not None]
 
 
-def _flag_unchanged_where_they_are(compiled: DataFrame, stored: DataFrame, repeated: list[str]) -> DataFrame:
+def _flag_unchanged_where_they_are(keyed: DataFrame, stored: DataFrame, repeated: list[str]) -> DataFrame:
     """:func:`_flag_unchanged` with the stored pairs sent to every task (no shuffle of the DataFrame's rows): a row
     is unchanged when the queue holds its id with its hash, unless its id is one of ``repeated``, whose rows are all
     staged for the merge to tell the newest (as the Python path stages them)."""
-    key = F.when(_staged("errors").isNull(), _staged("message_id"))
-    keyed = compiled.withColumn(STAGED + "key", key)
-    joined = keyed.join(F.broadcast(stored), keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")
-    same = _staged("key").isNotNull() & (_staged("message_hash") == _staged("stored_hash"))
+    key = _staged("message_id")
+    joined = keyed.join(F.broadcast(stored), key == stored[STAGED + "stored_id"], "left")
+    same = key.isNotNull() & (_staged("message_hash") == _staged("stored_hash"))
     if repeated:
-        same = same & ~_staged("key").isin(repeated)
+        same = same & ~key.isin(repeated)
     dropped = F.coalesce(same, F.lit(False))
     return joined.withColumn(STAGED + "dropped", dropped).withColumn(STAGED + "unchanged", _staged("dropped"))
 
 
-def _flag_unchanged(compiled: DataFrame, stored: DataFrame) -> DataFrame:
-    """``compiled`` with the flags ``dropped`` (a row of an id whose newest row the queue holds, hash and all: the
+def _flag_unchanged(keyed: DataFrame, stored: DataFrame) -> DataFrame:
+    """``keyed`` with the flags ``dropped`` (a row of an id whose newest row the queue holds, hash and all: the
     merge would not write it) and ``unchanged`` (that newest row: the merge would count it unchanged)."""
-    key = F.when(_staged("errors").isNull(), _staged("message_id"))
-    keyed = compiled.withColumn(STAGED + "key", key)
-    joined = keyed.join(stored, keyed[STAGED + "key"] == stored[STAGED + "stored_id"], "left")
+    key = _staged("message_id")
+    joined = keyed.join(stored, key == stored[STAGED + "stored_id"], "left")
     # The merge writes the newest row of an id (its greatest position): an id is unchanged when that row's hash is
     # the stored one, and then none of its rows is staged. The join already clusters the rows by id.
-    newest = F.max(F.struct(_staged("position"), _staged("message_hash"))).over(Window.partitionBy(STAGED + "key"))
+    newest = F.max(F.struct(_staged("position"), _staged("message_hash"))).over(Window.partitionBy(key))
     with_newest = joined.withColumn(STAGED + "newest", newest)
     newest_row = _staged("newest")
-    dropped = _staged("key").isNotNull() & (newest_row[STAGED + "message_hash"] == _staged("stored_hash"))
+    dropped = key.isNotNull() & (newest_row[STAGED + "message_hash"] == _staged("stored_hash"))
     return with_newest.withColumn(STAGED + "dropped", F.coalesce(dropped, F.lit(False))).withColumn(
         STAGED + "unchanged", _staged("dropped") & (_staged("position") == newest_row[STAGED + "position"])
     )

@@ -19,6 +19,7 @@ from nexus_queues.contrib.spark.jvm_staging import stage_in_jvm
 from nexus_queues.contrib.spark.models import Sync
 from nexus_queues.contrib.spark.options import write_options
 from nexus_queues.contrib.spark.routes import choose
+from nexus_queues.serialization import canonical_json, json_hash
 from tests.testapp.queues import Arrival, Audit, Greeting, Inventory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -141,6 +142,21 @@ def test_sync__unchanged_rows_counted_in_spark(
     staged = [r.getMessage() for r in caplog.records if getattr(r, "action", "") == "spark_staged"]
     assert "(0 rejected; 17 unchanged and 0 older rows of their ids left in Spark)" in staged[-1]
     assert Arrival.queue_items().get(message_id="A-1").message.n == 1001
+
+
+@JVM
+def test_sync__a_row_that_is_the_stored_message_is_unchanged_checked_or_not(spark: SparkSession, jdbc: Any) -> None:
+    """Rows are compared with the stored messages before they are checked: a row whose id and JSON the queue holds
+    is unchanged though its checks would refuse it (here a message stored before its class required ``n``); a
+    row that differs is checked and refused."""
+    sync(spark.createDataFrame([("A", 1), ("B", 2)], ARRIVAL), Arrival)
+    held = canonical_json({"arrival_id": "A", "n": None})
+    Arrival.queue_items().filter(message_id="A").update(message=json.loads(held), message_hash=json_hash(held))
+
+    counts = sync(spark.createDataFrame([("A", None), ("B", None)], ARRIVAL), Arrival, max_rejects=1)
+
+    assert (counts.unchanged, counts.rejected, counts.changed) == (1, 1, 0)
+    assert Arrival.queue_items().get(message_id="B").message.n == 2
 
 
 @JVM
