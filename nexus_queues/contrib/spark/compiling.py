@@ -59,6 +59,8 @@ __all__ = [
 
 STAGED_COLUMNS = ("message_id", "message", "message_hash", "errors")
 """The names of :func:`staged_columns`' expressions, in order."""
+KEYED_COLUMNS = STAGED_COLUMNS[:3]
+"""The columns :func:`select_keyed` gives, whatever a row's checks find."""
 _JSON = "nexus_message_json"
 _ERRORS = "nexus_errors"
 
@@ -103,7 +105,7 @@ def select_keyed(
     once)."""
     message_id, json, _, _ = _compiled(message_class, frame.schema, time_zone)
     own = [sql.name(column) for column in frame.columns]
-    key, message, hash_ = (sql.name(prefix + name) for name in STAGED_COLUMNS[:3])
+    key, message, hash_ = (sql.name(prefix + name) for name in KEYED_COLUMNS)
     return (
         frame.selectExpr(*own, f"{message_id} AS {key}", f"{json} AS {_JSON}")
         .selectExpr(*own, key, f"{sql.lower_escapes(_JSON)} AS {message}")
@@ -126,7 +128,7 @@ def select_checked(
     _, _, errors, placed = _compiled(message_class, source, time_zone)
     kept = [sql.name(column) for column in keep]
     staged = {name: sql.name(prefix + name) for name in (*STAGED_COLUMNS, *placed)}
-    keyed_columns = [staged[name] for name in STAGED_COLUMNS[:3]]
+    keyed_columns = [staged[name] for name in KEYED_COLUMNS]
     return keyed.selectExpr(
         *kept, *keyed_columns, f"{errors} AS {_ERRORS}", *(f"{value} AS nexus_{name}" for name, value in placed.items())
     ).selectExpr(

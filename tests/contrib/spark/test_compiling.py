@@ -216,11 +216,15 @@ def per_operator_code(spark: SparkSession) -> Iterator[None]:
     """Whole-stage code generation off in the block. ``Every``'s whole-stage method is over Java's 64 KB: Spark
     would compile it, fail ("Code grows beyond 64 KB") and run the code it generates per operator, as here, seconds
     later in each example (a sync of the class runs the same code after the same failure)."""
+    own = spark.conf.get(WHOLE_STAGE, None)
     spark.conf.set(WHOLE_STAGE, "false")
     try:
         yield
     finally:
-        spark.conf.unset(WHOLE_STAGE)
+        if own is None:
+            spark.conf.unset(WHOLE_STAGE)
+        else:
+            spark.conf.set(WHOLE_STAGE, own)
 
 
 class Loose(BaseModel):
